@@ -1,0 +1,54 @@
+# The two quick-start commands are `make demo` and `make test`; the rest are conveniences.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+DEMO_ENV := DEBUG=true
+
+.PHONY: demo test lint format venv clean
+
+venv: $(VENV)/.installed
+
+# Find Python 3.12+, create the virtual environment, install the tested versions.
+$(VENV)/.installed: pyproject.toml constraints.txt
+	@py=""; \
+	for candidate in python3.14 python3.13 python3.12 python3; do \
+	  if command -v $$candidate >/dev/null 2>&1 && \
+	     $$candidate -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then \
+	    py=$$candidate; break; \
+	  fi; \
+	done; \
+	if [ -z "$$py" ]; then \
+	  echo "error: Python 3.12 or newer is needed and none was found on PATH." >&2; \
+	  echo "       Install it (Debian 13: apt-get install python3 python3-venv; elsewhere: pyenv install 3.12) and run make again." >&2; \
+	  exit 1; \
+	fi; \
+	if [ ! -x $(PY) ]; then \
+	  echo "Creating $(VENV) with $$($$py --version)"; \
+	  $$py -m venv $(VENV) || { echo "error: '$$py -m venv' failed; install the venv module (Debian: apt-get install python3-venv)." >&2; exit 1; }; \
+	fi
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	@touch $@
+
+# 1. Run the portal on the embedded defaults: SQLite, tasks in-process, cluster dry-run, demo data.
+demo: venv
+	$(DEMO_ENV) $(PY) manage.py migrate --noinput
+	$(DEMO_ENV) $(PY) manage.py demo_data
+	$(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:8000
+
+# 2. Install what is missing, start throwaway PostgreSQL, Redis and Prometheus, run ruff, mypy
+#    and the whole pytest suite, stop the services. ARGS are passed to pytest.
+test: venv
+	$(PY) -m tests.harness $(ARGS)
+
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	DEBUG=true $(PY) -m mypy .
+
+format: venv
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+clean:
+	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache

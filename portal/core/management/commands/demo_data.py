@@ -1,0 +1,64 @@
+"""Load the demo: a few tenants, the four personas with known passwords, a GPU catalog.
+
+Safe to run again: what exists already is kept as it is.
+"""
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from portal.accounts.models import GlobalRole, User
+from portal.accounts.services import user_create
+from tenants.models import MemberRole, Tenant
+from tenants.services import membership_set, tenant_create
+
+DEMO_PASSWORD = "gpu-portal-demo"  # noqa: S105  (printed on the console; demo only)
+
+TENANTS = [
+    ("vision", "Computer Vision Lab", "CC-4100"),
+    ("nlp", "Language Models Team", "CC-4200"),
+    ("risk", "Risk Analytics", "CC-7300"),
+]
+
+# username, full name, global role, (tenant, role) memberships
+PERSONAS: list[tuple[str, str, GlobalRole, list[tuple[str, MemberRole]]]] = [
+    ("developer", "Dana Developer", GlobalRole.NONE, [("vision", MemberRole.DEVELOPER)]),
+    ("lead", "Lee Lead", GlobalRole.NONE, [("vision", MemberRole.LEAD), ("nlp", MemberRole.LEAD)]),
+    ("finance", "Fin Ance", GlobalRole.FINANCE, []),
+    ("admin", "Ada Admin", GlobalRole.ADMIN, []),
+    ("nlp-dev", "Nia Developer", GlobalRole.NONE, [("nlp", MemberRole.DEVELOPER)]),
+]
+
+
+class Command(BaseCommand):
+    help = (
+        "Load demo tenants, personas (with known passwords) and a GPU catalog; keeps existing data."
+    )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenants = {tenant.slug: tenant for tenant in Tenant.objects.all()}
+        for slug, name, cost_centre in TENANTS:
+            if slug not in tenants:
+                tenants[slug] = tenant_create(slug=slug, name=name, cost_centre=cost_centre)
+        users = {user.username: user for user in User.objects.all()}
+        for username, full_name, global_role, memberships in PERSONAS:
+            if username in users:
+                continue
+            first, last = full_name.split(" ", 1)
+            user = user_create(
+                username=username,
+                email=f"{username}@example.org",
+                first_name=first,
+                last_name=last,
+                password=DEMO_PASSWORD,
+                global_role=global_role,
+            )
+            for slug, role in memberships:
+                membership_set(tenant=tenants[slug], user=user, role=role)
+        self.stdout.write(
+            self.style.SUCCESS("Demo data is loaded. Sign in at http://127.0.0.1:8000/")
+        )
+        self.stdout.write(f"Every demo account's password is: {DEMO_PASSWORD}")
+        for username, _, global_role, memberships in PERSONAS:
+            roles = ", ".join(f"{role.label} of {slug}" for slug, role in memberships)
+            self.stdout.write(f"  {username:<10} {global_role.label if global_role else roles}")

@@ -1,0 +1,78 @@
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.template import loader
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+from portal.accounts.selectors import start_url_for
+from portal.core.health import readiness_problems
+from portal.core.metrics import metrics_allowed
+
+
+@require_GET
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    """The process is alive and serving; nothing else is checked."""
+    return JsonResponse({"status": "ok"})
+
+
+@require_GET
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Ready to serve: the database and (when configured) Redis answer. 503 names what fails."""
+    problems = readiness_problems()
+    if problems:
+        return JsonResponse(
+            {"status": "unavailable", "failing": sorted(problems), "problems": problems},
+            status=503,
+        )
+    return JsonResponse({"status": "ok"})
+
+
+@require_GET
+@never_cache
+def metrics(request: HttpRequest) -> HttpResponse:
+    if not metrics_allowed(request):
+        raise Http404
+    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+
+
+def start(request: HttpRequest) -> HttpResponse:
+    """`/`: each persona's own start page, or the login page."""
+    if not request.user.is_authenticated:
+        return redirect("accounts:login")
+    return redirect(start_url_for(request.user))
+
+
+def _error_page(request: HttpRequest, *, status: int, title: str, message: str) -> HttpResponse:
+    template = loader.get_template("errors/error.html")
+    body = template.render({"status": status, "title": title, "message": message}, request)
+    return HttpResponse(body, status=status)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _error_page(
+        request, status=400, title="Bad request", message="The request could not be understood."
+    )
+
+
+def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _error_page(
+        request, status=403, title="Not allowed", message="You may not do this here."
+    )
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _error_page(
+        request,
+        status=404,
+        title="Not found",
+        message="There is nothing here, or nothing you have access to.",
+    )
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    # Rendered without the request context: the failure may be in a context processor.
+    body = loader.get_template("errors/500.html").render({})
+    return HttpResponse(body, status=500)

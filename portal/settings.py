@@ -1,0 +1,249 @@
+"""The portal's one settings module, configured from environment variables.
+
+Every variable is listed, with its default, in the README's configuration table. Defaults are
+the secure production ones, except the embedded ones that make `make demo` work with no
+services: an SQLite file, tasks run in-process, and the cluster in dry-run.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP  # type: ignore[import-untyped,unused-ignore]
+
+from portal.core.env import Env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = Env()
+
+DEBUG = env.flag("DEBUG", default=False)
+
+_DEBUG_SECRET_KEY = "insecure-debug-only-key-never-use-in-production"
+SECRET_KEY = env.secret("SECRET_KEY", default=_DEBUG_SECRET_KEY if DEBUG else None)
+if not SECRET_KEY:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is required when DEBUG is off: set SECRET_KEY or SECRET_KEY_FILE "
+        "to a long random value (for example: python3 -c 'import secrets; "
+        "print(secrets.token_urlsafe(50))')"
+    )
+
+ALLOWED_HOSTS = env.items("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.items("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "django_prometheus",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "portal.core",
+    "portal.accounts",
+    "portal.metering",
+    "tenants",
+]
+
+MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "portal.core.middleware.RequestIdMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+AUTH_USER_MODEL = "accounts.User"
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "start"
+LOGOUT_REDIRECT_URL = "accounts:login"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.csp",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "portal.core.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+# Database: SQLite for the embedded demo, PostgreSQL in production and in the tests.
+_database_url = env.secret("DATABASE_URL")
+if not _database_url:
+    VAR_DIR.mkdir(exist_ok=True)
+    _database_url = f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"
+try:
+    DATABASES = {
+        "default": dj_database_url.parse(
+            _database_url,
+            conn_max_age=env.integer("DATABASE_CONN_MAX_AGE", default=60),
+            conn_health_checks=True,
+        )
+    }
+except ValueError as error:
+    raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {error}") from None
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Redis and Celery. Without a broker, tasks run in-process, at once, with the same code.
+REDIS_URL = env.secret("REDIS_URL")
+CELERY_BROKER_URL = env.secret("CELERY_BROKER_URL", default=REDIS_URL) or "memory://"
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    "worker-heartbeat": {"task": "portal.core.tasks.worker_heartbeat", "schedule": 60.0},
+}
+
+# The cluster: dry-run renders and records what would be applied; kubernetes applies it.
+PORTAL_CLUSTER_MODE = env.choice(
+    "PORTAL_CLUSTER_MODE", choices=("dry-run", "kubernetes"), default="dry-run"
+)
+
+# Prometheus, where usage and GPU utilisation are read from. Unset: metering is off.
+PROMETHEUS_URL = env.text("PROMETHEUS_URL")
+PROMETHEUS_TIMEOUT_SECONDS = env.integer("PROMETHEUS_TIMEOUT_SECONDS", default=10, minimum=1)
+if PROMETHEUS_URL and not PROMETHEUS_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"PROMETHEUS_URL must be an http(s) URL, not {PROMETHEUS_URL!r}")
+
+# Single sign-on (OpenID Connect, Keycloak as the reference provider). Unset: local accounts.
+OIDC_ISSUER_URL = env.text("OIDC_ISSUER_URL")
+OIDC_CLIENT_ID = env.text("OIDC_CLIENT_ID")
+OIDC_CLIENT_SECRET = env.secret("OIDC_CLIENT_SECRET")
+if OIDC_ISSUER_URL and not OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("OIDC_CLIENT_ID is required when OIDC_ISSUER_URL is set")
+
+# The portal's own metrics at /metrics: readable from these networks, or with this bearer token.
+METRICS_ALLOWED_NETWORKS = env.networks(
+    "METRICS_ALLOWED_NETWORKS", default=["127.0.0.0/8", "::1/128"]
+)
+METRICS_TOKEN = env.secret("METRICS_TOKEN")
+
+# Security. Cookies are secure unless DEBUG; behind a TLS-terminating proxy set
+# SECURE_PROXY_SSL_HEADER so Django knows the original request was HTTPS.
+SESSION_COOKIE_SECURE = env.flag("SECURE_COOKIES", default=not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_AGE = env.integer("SESSION_COOKIE_AGE", default=8 * 3600, minimum=60)
+SECURE_SSL_REDIRECT = env.flag("SECURE_SSL_REDIRECT", default=False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env.integer("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.flag("SECURE_HSTS_PRELOAD", default=False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if env.flag("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env.text_or("STATIC_ROOT", str(VAR_DIR / "static")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedStaticFilesStorage"
+        )
+    },
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "portal.core.authentication.PortalSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "portal.core.pagination.PagePagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "portal.core.api.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU portal API",
+    "DESCRIPTION": "Self-service GPU requests, notebooks, usage and chargeback.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": "/api/v1/",
+}
+
+MAILERS = {
+    "default": {
+        "BACKEND": env.text_or("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"),
+    }
+}
+DEFAULT_FROM_EMAIL = env.text_or("DEFAULT_FROM_EMAIL", "gpu-portal@localhost")
+
+LOG_LEVEL = env.choice("LOG_LEVEL", choices=("DEBUG", "INFO", "WARNING", "ERROR"), default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}
