@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "portal.core",
     "portal.accounts",
+    "portal.catalog",
+    "portal.allocations",
     "portal.metering",
     "tenants",
 ]

@@ -16,6 +16,7 @@ urlpatterns = [
     path("metrics", core_views.metrics, name="metrics"),
     path("accounts/", include("portal.accounts.urls")),
     path("", include("tenants.urls")),
+    path("manage/catalog/", include("portal.catalog.urls")),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -1,12 +1,10 @@
+from fractions import Fraction
+
 from django.conf import settings
-from django.core.validators import RegexValidator
 from django.db import models
 
-# A tenant's namespace is `t-<slug>`, a DNS-1123 label of at most 63 characters.
-slug_validator = RegexValidator(
-    r"^[a-z0-9]([a-z0-9-]{0,59}[a-z0-9])?$",
-    "Use 1 to 61 lowercase letters, digits and hyphens; start and end with a letter or digit.",
-)
+from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.core.validators import slug_validator
 
 
 class TenantState(models.TextChoices):
@@ -16,20 +14,43 @@ class TenantState(models.TextChoices):
 
 
 class Tenant(models.Model):
-    """A team or department that shares the GPU pool under its own quota."""
+    """A team or department that shares the GPU pool under its own quota and policy."""
 
     slug = models.CharField(max_length=61, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
     cost_centre = models.CharField(max_length=64, blank=True)
     state = models.CharField(max_length=16, choices=TenantState.choices, default=TenantState.ACTIVE)
+    # Approval policy: requests up to both limits are approved at once; above, a lead decides.
+    auto_approve_gpu_eq_num, auto_approve_gpu_eq_den = gpu_eq_columns(
+        "auto_approve_gpu_eq", default=Fraction(1)
+    )
+    auto_approve_gpu_eq = gpu_eq_property("auto_approve_gpu_eq")
+    auto_approve_hours = models.PositiveIntegerField(default=8)
+    default_duration_hours = models.PositiveIntegerField(default=8)
+    max_duration_hours = models.PositiveIntegerField(default=168)
+    # Quotas beyond GPUs, for the namespace's ResourceQuota.
+    cpu_cores_quota = models.PositiveIntegerField(default=64)
+    memory_gib_quota = models.PositiveIntegerField(default=256)
+    storage_gib_quota = models.PositiveIntegerField(default=1024)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["slug"]
+        constraints = [
+            *gpu_eq_constraints("auto_approve_gpu_eq", model="tenant"),
+            models.CheckConstraint(
+                condition=models.Q(default_duration_hours__lte=models.F("max_duration_hours")),
+                name="tenant_default_duration_within_max",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def namespace(self) -> str:
+        return f"t-{self.slug}"
 
 
 class MemberRole(models.TextChoices):
@@ -55,3 +76,58 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.tenant} as {self.role}"
+
+
+class Quota(models.Model):
+    """A tenant's GPU quota for one GPU model, in GPU-eq."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quotas")
+    gpu_model = models.ForeignKey("catalog.GpuModel", on_delete=models.PROTECT, related_name="+")
+    gpu_eq_num, gpu_eq_den = gpu_eq_columns("gpu_eq")
+    gpu_eq = gpu_eq_property("gpu_eq")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant__slug", "gpu_model__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "gpu_model"], name="quota_unique_per_model"),
+            *gpu_eq_constraints("gpu_eq", model="quota"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant} {self.gpu_model}: {self.gpu_eq}"
+
+
+class QuotaRequestState(models.TextChoices):
+    PENDING = "pending", "pending"
+    APPROVED = "approved", "approved"
+    REJECTED = "rejected", "rejected"
+
+
+class QuotaRequest(models.Model):
+    """A lead's request for more quota of one GPU model; an admin decides."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quota_requests")
+    gpu_model = models.ForeignKey("catalog.GpuModel", on_delete=models.PROTECT, related_name="+")
+    amount_num, amount_den = gpu_eq_columns("amount")
+    amount = gpu_eq_property("amount")  # GPU-eq to add to the quota
+    reason = models.TextField()
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    state = models.CharField(
+        max_length=16, choices=QuotaRequestState.choices, default=QuotaRequestState.PENDING
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    decision_comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = gpu_eq_constraints("amount", model="quotarequest")
+
+    def __str__(self) -> str:
+        return f"quota request {self.pk}"

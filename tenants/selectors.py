@@ -1,9 +1,16 @@
 """Reads of tenants, narrowed to what a user may see: one access path for pages, API and tasks."""
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+
 from django.db.models import Count, Prefetch, QuerySet
 
 from portal.accounts.models import User
-from tenants.models import MemberRole, Membership, Tenant
+from portal.allocations.models import HOLDING_STATES, GpuRequest
+from portal.catalog.gpu_eq import gpu_eq_sum, gpu_eq_sum_by
+from portal.catalog.models import GpuModel
+from tenants.models import MemberRole, Membership, Quota, QuotaRequest, QuotaRequestState, Tenant
 
 
 def tenants_visible_to(user: User) -> QuerySet[Tenant]:
@@ -28,4 +35,70 @@ def tenants_with_members(tenants: QuerySet[Tenant]) -> QuerySet[Tenant]:
     """Tenants with their memberships (and users) prefetched and counted, in two queries."""
     return tenants.annotate(member_count=Count("memberships")).prefetch_related(
         Prefetch("memberships", queryset=Membership.objects.select_related("user"))
+    )
+
+
+@dataclass(frozen=True)
+class QuotaLine:
+    """One GPU model's quota in a tenant: how much, how much allocations hold, what is left."""
+
+    gpu_model: GpuModel
+    quota: Fraction
+    used: Fraction
+
+    @property
+    def remaining(self) -> Fraction:
+        return self.quota - self.used
+
+
+def quota_lines_for(tenant_ids: Iterable[int]) -> dict[int, list[QuotaLine]]:
+    """Each tenant's quota lines, in two queries whatever the number of tenants or allocations.
+
+    Used = the exact sum of the GPU-eq that approved and active requests hold, per model.
+    """
+    ids = list(tenant_ids)
+    used = gpu_eq_sum_by(
+        GpuRequest.objects.filter(tenant_id__in=ids, state__in=HOLDING_STATES),
+        name="gpu_eq",
+        group_by=("tenant_id", "gpu_model_id"),
+    )
+    lines: dict[int, list[QuotaLine]] = {tenant_id: [] for tenant_id in ids}
+    quotas = Quota.objects.filter(tenant_id__in=ids).select_related("gpu_model")
+    for quota in quotas.order_by("tenant_id", "gpu_model__name"):
+        lines[quota.tenant_id].append(
+            QuotaLine(
+                gpu_model=quota.gpu_model,
+                quota=quota.gpu_eq,
+                used=used.get((quota.tenant_id, quota.gpu_model_id), Fraction(0)),
+            )
+        )
+    return lines
+
+
+def quota_lines(tenant: Tenant) -> list[QuotaLine]:
+    return quota_lines_for([tenant.pk])[tenant.pk]
+
+
+def remaining_gpu_eq(tenant: Tenant, gpu_model: GpuModel) -> Fraction:
+    """Quota minus what allocations hold, for one model (0 quota when none is set)."""
+    quota = Quota.objects.filter(tenant=tenant, gpu_model=gpu_model).first()
+    held = gpu_eq_sum(
+        GpuRequest.objects.filter(tenant=tenant, gpu_model=gpu_model, state__in=HOLDING_STATES),
+        name="gpu_eq",
+    )
+    return (quota.gpu_eq if quota else Fraction(0)) - held
+
+
+def quota_requests_for(tenant: Tenant) -> QuerySet[QuotaRequest]:
+    return QuotaRequest.objects.filter(tenant=tenant).select_related(
+        "gpu_model", "requested_by", "decided_by"
+    )
+
+
+def quota_requests_pending() -> QuerySet[QuotaRequest]:
+    """Every tenant's pending quota requests, oldest first: the admin's queue."""
+    return (
+        QuotaRequest.objects.filter(state=QuotaRequestState.PENDING)
+        .select_related("tenant", "gpu_model", "requested_by")
+        .order_by("created_at", "id")
     )

@@ -1,29 +1,308 @@
+"""Every write to tenants, memberships, quotas and quota requests. One transaction and one
+audit event each."""
+
+from fractions import Fraction
+from typing import Any
+
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from portal.accounts.models import User
-from portal.core.errors import Conflict, ValidationFailed
-from tenants.models import MemberRole, Membership, Tenant
+from portal.catalog.gpu_eq import GpuEqError, GpuEqInput, gpu_eq_parse
+from portal.catalog.models import GpuModel
+from portal.core.audit import audit_record, changes_between, snapshot
+from portal.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
+from tenants.models import (
+    MemberRole,
+    Membership,
+    Quota,
+    QuotaRequest,
+    QuotaRequestState,
+    Tenant,
+    TenantState,
+)
+
+TENANT_FIELDS = (
+    "name",
+    "cost_centre",
+    "auto_approve_gpu_eq",
+    "auto_approve_hours",
+    "default_duration_hours",
+    "max_duration_hours",
+    "cpu_cores_quota",
+    "memory_gib_quota",
+    "storage_gib_quota",
+)
+
+
+def _gpu_eq_field(field: str, value: GpuEqInput, *, positive: bool = False) -> Fraction:
+    try:
+        amount = gpu_eq_parse(value)
+    except GpuEqError as error:
+        raise ValidationFailed(f"{field}: {error}.", fields={field: [str(error)]}) from None
+    if positive and amount <= 0:
+        raise ValidationFailed(
+            f"{field}: must be more than 0.", fields={field: ["Must be more than 0."]}
+        )
+    return amount
+
+
+def _apply(tenant: Tenant, fields: dict[str, Any]) -> None:
+    for field, value in fields.items():
+        parsed = _gpu_eq_field(field, value) if field == "auto_approve_gpu_eq" else value
+        setattr(tenant, field, parsed)
+
+
+def _full_clean(instance: Tenant, what: str) -> None:
+    try:
+        instance.full_clean(validate_unique=False, validate_constraints=False)
+    except ValidationError as error:
+        names = ", ".join(sorted(error.message_dict))
+        raise ValidationFailed(
+            f"The {what} is not valid: {names}.", fields=error.message_dict
+        ) from None
+    if instance.default_duration_hours > instance.max_duration_hours:
+        message = "Must not be longer than the maximum duration."
+        raise ValidationFailed(
+            f"default_duration_hours: {message}", fields={"default_duration_hours": [message]}
+        )
 
 
 @transaction.atomic
-def tenant_create(*, slug: str, name: str, cost_centre: str = "") -> Tenant:
-    """Create an active tenant. Raises ValidationFailed for a bad slug, Conflict if it is taken."""
+def tenant_create(
+    *, actor: User | None, slug: str, name: str, cost_centre: str = "", **policy: Any
+) -> Tenant:
+    """Create an active tenant with the given policy fields (defaults for the rest).
+
+    Raises ValidationFailed naming each bad field, Conflict if the slug is taken.
+    """
+    unknown = set(policy) - set(TENANT_FIELDS)
+    if unknown:
+        raise ValidationFailed(f"Unknown fields: {', '.join(sorted(unknown))}.")
     tenant = Tenant(slug=slug, name=name, cost_centre=cost_centre)
-    try:
-        tenant.full_clean(validate_unique=False)
-    except ValidationError as error:
-        raise ValidationFailed("The tenant is not valid.", fields=error.message_dict) from None
+    _apply(tenant, policy)
+    _full_clean(tenant, "tenant")
     if Tenant.objects.filter(slug=slug).exists():
-        raise Conflict(f"A tenant {slug!r} exists already.", fields={"slug": ["taken"]})
-    tenant.save()
+        raise Conflict(f"A tenant {slug!r} exists already.", fields={"slug": ["Taken."]})
+    try:
+        with transaction.atomic():
+            tenant.save()
+    except IntegrityError:
+        raise Conflict(f"A tenant {slug!r} exists already.", fields={"slug": ["Taken."]}) from None
+    audit_record(
+        actor=actor,
+        action="tenant.create",
+        target=tenant,
+        tenant=tenant,
+        changes=changes_between({}, snapshot(tenant, ("slug", *TENANT_FIELDS, "state"))),
+    )
     return tenant
 
 
 @transaction.atomic
-def membership_set(*, tenant: Tenant, user: User, role: MemberRole) -> Membership:
-    """Make `user` a member of `tenant` with `role`, adding or changing the membership."""
-    membership, _ = Membership.objects.update_or_create(
-        tenant=tenant, user=user, defaults={"role": role}
+def tenant_update(*, actor: User, tenant: Tenant, **fields: Any) -> Tenant:
+    """Change a tenant's name, cost centre, policy or resource quotas. Slug and state stay."""
+    unknown = set(fields) - set(TENANT_FIELDS)
+    if unknown:
+        raise ValidationFailed(
+            f"These fields cannot be changed here: {', '.join(sorted(unknown))}.",
+            fields={name: ["Cannot be changed here."] for name in unknown},
+        )
+    tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    before = snapshot(tenant, fields)
+    _apply(tenant, fields)
+    _full_clean(tenant, "tenant")
+    changes = changes_between(before, snapshot(tenant, fields))
+    if changes:
+        tenant.save()
+        audit_record(
+            actor=actor, action="tenant.update", target=tenant, tenant=tenant, changes=changes
+        )
+    return tenant
+
+
+# state -> the states it may move to, per action
+_STATE_ACTIONS = {
+    "suspend": ({TenantState.ACTIVE}, TenantState.SUSPENDED),
+    "reactivate": ({TenantState.SUSPENDED}, TenantState.ACTIVE),
+    "archive": ({TenantState.ACTIVE, TenantState.SUSPENDED}, TenantState.ARCHIVED),
+}
+
+
+@transaction.atomic
+def tenant_change_state(*, actor: User, tenant: Tenant, action: str, comment: str = "") -> Tenant:
+    """Suspend, reactivate or archive a tenant. Raises InvalidTransition from the wrong state."""
+    if action not in _STATE_ACTIONS:
+        raise ValidationFailed(f"Unknown action {action!r}.", fields={"action": ["Unknown."]})
+    allowed_from, target = _STATE_ACTIONS[action]
+    tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    if tenant.state not in allowed_from:
+        raise InvalidTransition(f"Tenant {tenant.slug} is {tenant.state}; it cannot {action}.")
+    before = tenant.state
+    tenant.state = target
+    tenant.save(update_fields=["state", "updated_at"])
+    audit_record(
+        actor=actor,
+        action=f"tenant.{action}",
+        target=tenant,
+        tenant=tenant,
+        changes={"state": [before, target]},
+        comment=comment,
     )
+    return tenant
+
+
+@transaction.atomic
+def membership_set(
+    *, actor: User | None, tenant: Tenant, user: User, role: MemberRole
+) -> Membership:
+    """Make `user` a member of `tenant` with `role`, adding or changing the membership."""
+    if role not in MemberRole.values:
+        raise ValidationFailed(f"Unknown role {role!r}.", fields={"role": ["Unknown role."]})
+    membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
+    if membership is None:
+        membership = Membership.objects.create(tenant=tenant, user=user, role=role)
+        audit_record(
+            actor=actor,
+            action="membership.add",
+            target=membership,
+            tenant=tenant,
+            changes={"user": [None, user.username], "role": [None, str(role)]},
+        )
+    elif membership.role != role:
+        before = membership.role
+        membership.role = role
+        membership.save(update_fields=["role"])
+        audit_record(
+            actor=actor,
+            action="membership.change",
+            target=membership,
+            tenant=tenant,
+            changes={"role": [before, str(role)]},
+        )
     return membership
+
+
+@transaction.atomic
+def membership_remove(*, actor: User | None, tenant: Tenant, user: User) -> None:
+    """Remove `user` from `tenant`. Raises NotFound if they are not a member."""
+    membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
+    if membership is None:
+        raise NotFound(f"{user.username} is not a member of {tenant.slug}.")
+    audit_record(
+        actor=actor,
+        action="membership.remove",
+        target=membership,
+        tenant=tenant,
+        changes={"user": [user.username, None], "role": [membership.role, None]},
+    )
+    membership.delete()
+
+
+@transaction.atomic
+def quota_set(*, actor: User, tenant: Tenant, gpu_model: GpuModel, gpu_eq: GpuEqInput) -> Quota:
+    """Set the tenant's quota for `gpu_model` to `gpu_eq` GPU-equivalents (0 allowed)."""
+    amount = _gpu_eq_field("gpu_eq", gpu_eq)
+    quota = Quota.objects.select_for_update().filter(tenant=tenant, gpu_model=gpu_model).first()
+    before = quota.gpu_eq if quota else Fraction(0)
+    if quota is None:
+        quota = Quota(tenant=tenant, gpu_model=gpu_model)
+    if quota.pk is not None and before == amount:
+        return quota
+    quota.gpu_eq = amount
+    quota.save()
+    audit_record(
+        actor=actor,
+        action="quota.set",
+        target=quota,
+        tenant=tenant,
+        changes={"gpu_eq": [str(before), str(amount)]},
+    )
+    return quota
+
+
+@transaction.atomic
+def quota_request_create(
+    *, actor: User, tenant: Tenant, gpu_model: GpuModel, amount: GpuEqInput, reason: str
+) -> QuotaRequest:
+    """A lead asks for `amount` more GPU-eq of `gpu_model`; an admin decides."""
+    value = _gpu_eq_field("amount", amount, positive=True)
+    if not reason.strip():
+        raise ValidationFailed(
+            "reason: say why the team needs it.", fields={"reason": ["Required."]}
+        )
+    quota_request = QuotaRequest(
+        tenant=tenant, gpu_model=gpu_model, reason=reason.strip(), requested_by=actor
+    )
+    quota_request.amount = value
+    quota_request.save()
+    audit_record(
+        actor=actor,
+        action="quota_request.create",
+        target=quota_request,
+        tenant=tenant,
+        changes={"amount": [None, str(value)], "gpu_model": [None, gpu_model.slug]},
+        comment=quota_request.reason,
+    )
+    return quota_request
+
+
+def _decide(
+    quota_request: QuotaRequest, *, actor: User, state: QuotaRequestState, comment: str
+) -> QuotaRequest:
+    locked = QuotaRequest.objects.select_for_update().get(pk=quota_request.pk)
+    if locked.state != QuotaRequestState.PENDING:
+        raise InvalidTransition(f"Quota request {locked.pk} is {locked.state}, not pending.")
+    locked.state = state
+    locked.decided_by = actor
+    locked.decided_at = timezone.now()
+    locked.decision_comment = comment.strip()
+    locked.save(update_fields=["state", "decided_by", "decided_at", "decision_comment"])
+    return locked
+
+
+@transaction.atomic
+def quota_request_approve(
+    *, actor: User, quota_request: QuotaRequest, comment: str = ""
+) -> QuotaRequest:
+    """Approve a pending request: the tenant's quota for the model grows by its amount."""
+    decided = _decide(quota_request, actor=actor, state=QuotaRequestState.APPROVED, comment=comment)
+    quota = (
+        Quota.objects.select_for_update()
+        .filter(tenant=decided.tenant, gpu_model=decided.gpu_model)
+        .first()
+    )
+    current = quota.gpu_eq if quota else Fraction(0)
+    audit_record(
+        actor=actor,
+        action="quota_request.approve",
+        target=decided,
+        tenant=decided.tenant,
+        changes={"state": ["pending", "approved"]},
+        comment=decided.decision_comment,
+    )
+    quota_set(
+        actor=actor,
+        tenant=decided.tenant,
+        gpu_model=decided.gpu_model,
+        gpu_eq=current + decided.amount,
+    )
+    return decided
+
+
+@transaction.atomic
+def quota_request_reject(
+    *, actor: User, quota_request: QuotaRequest, comment: str = ""
+) -> QuotaRequest:
+    """Reject a pending request; the quota stays as it is."""
+    decided = _decide(quota_request, actor=actor, state=QuotaRequestState.REJECTED, comment=comment)
+    audit_record(
+        actor=actor,
+        action="quota_request.reject",
+        target=decided,
+        tenant=decided.tenant,
+        changes={"state": ["pending", "rejected"]},
+        comment=decided.decision_comment,
+    )
+    return decided

@@ -43,16 +43,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def tenant_a(db: None) -> Tenant:
-    return tenant_create(slug="vision", name="Computer Vision Lab", cost_centre="CC-4100")
+    return tenant_create(
+        actor=None, slug="vision", name="Computer Vision Lab", cost_centre="CC-4100"
+    )
 
 
 @pytest.fixture
 def tenant_b(db: None) -> Tenant:
-    return tenant_create(slug="nlp", name="Language Models Team", cost_centre="CC-4200")
+    return tenant_create(actor=None, slug="nlp", name="Language Models Team", cost_centre="CC-4200")
 
 
 def _person(username: str, global_role: GlobalRole = GlobalRole.NONE) -> User:
     return user_create(
+        actor=None,
         username=username,
         email=f"{username}@example.org",
         first_name=username.capitalize(),
@@ -65,21 +68,21 @@ def _person(username: str, global_role: GlobalRole = GlobalRole.NONE) -> User:
 @pytest.fixture
 def developer(tenant_a: Tenant) -> User:
     user = _person("dev")
-    membership_set(tenant=tenant_a, user=user, role=MemberRole.DEVELOPER)
+    membership_set(actor=None, tenant=tenant_a, user=user, role=MemberRole.DEVELOPER)
     return user
 
 
 @pytest.fixture
 def lead(tenant_a: Tenant) -> User:
     user = _person("lead")
-    membership_set(tenant=tenant_a, user=user, role=MemberRole.LEAD)
+    membership_set(actor=None, tenant=tenant_a, user=user, role=MemberRole.LEAD)
     return user
 
 
 @pytest.fixture
 def outsider(tenant_b: Tenant) -> User:
     user = _person("outsider")
-    membership_set(tenant=tenant_b, user=user, role=MemberRole.DEVELOPER)
+    membership_set(actor=None, tenant=tenant_b, user=user, role=MemberRole.DEVELOPER)
     return user
 
 

@@ -1,12 +1,14 @@
 from django.db import transaction
 
 from portal.accounts.models import GlobalRole, User
+from portal.core.audit import audit_record
 from portal.core.errors import Conflict
 
 
 @transaction.atomic
 def user_create(
     *,
+    actor: User | None,
     username: str,
     email: str = "",
     first_name: str = "",
@@ -35,4 +37,10 @@ def user_create(
     else:
         user.set_password(password)
     user.save()
+    audit_record(
+        actor=actor,
+        action="user.create",
+        target=user,
+        changes={"username": [None, username], "global_role": [None, str(global_role)]},
+    )
     return user

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db import models
 
 
@@ -9,3 +10,43 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.worker} at {self.beat_at:%Y-%m-%d %H:%M:%S}"
+
+
+class AuditEvent(models.Model):
+    """Who did what to which object, when, from where, with the before/after of what changed.
+
+    Append-only: nothing in the code updates or deletes a row, and on PostgreSQL a trigger
+    refuses UPDATE and DELETE. Names are copied so an event reads the same after renames.
+    """
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=64, db_index=True)
+    target_type = models.CharField(max_length=64)
+    target_id = models.CharField(max_length=64)
+    target_name = models.CharField(max_length=200, blank=True)
+    tenant = models.ForeignKey(
+        "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    changes = models.JSONField(default=dict, blank=True)
+    comment = models.TextField(blank=True)
+    request_id = models.CharField(max_length=64, blank=True)
+    source_ip = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "-at"]),
+            models.Index(fields=["target_type", "target_id"]),
+            models.Index(fields=["actor", "-at"]),
+        ]
+
+    def __str__(self) -> str:
+        who = self.actor_name or "system"
+        return (
+            f"{self.at:%Y-%m-%d %H:%M:%S} {who} {self.action} {self.target_type}:{self.target_id}"
+        )

@@ -111,3 +111,9 @@ def test_production_defaults_make_cookies_secure() -> None:
     )
 
     assert result.stdout.split() == ["False", "True", "True", "True"]
+
+
+def test_every_model_change_has_a_migration(db) -> None:
+    from django.core.management import call_command  # noqa: PLC0415
+
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)

@@ -39,13 +39,16 @@ class Command(BaseCommand):
         tenants = {tenant.slug: tenant for tenant in Tenant.objects.all()}
         for slug, name, cost_centre in TENANTS:
             if slug not in tenants:
-                tenants[slug] = tenant_create(slug=slug, name=name, cost_centre=cost_centre)
+                tenants[slug] = tenant_create(
+                    actor=None, slug=slug, name=name, cost_centre=cost_centre
+                )
         users = {user.username: user for user in User.objects.all()}
         for username, full_name, global_role, memberships in PERSONAS:
             if username in users:
                 continue
             first, last = full_name.split(" ", 1)
             user = user_create(
+                actor=None,
                 username=username,
                 email=f"{username}@example.org",
                 first_name=first,
@@ -54,7 +57,7 @@ class Command(BaseCommand):
                 global_role=global_role,
             )
             for slug, role in memberships:
-                membership_set(tenant=tenants[slug], user=user, role=role)
+                membership_set(actor=None, tenant=tenants[slug], user=user, role=role)
         self.stdout.write(
             self.style.SUCCESS("Demo data is loaded. Sign in at http://127.0.0.1:8000/")
         )

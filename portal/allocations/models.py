@@ -1,0 +1,47 @@
+from django.conf import settings
+from django.db import models
+
+from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+
+
+class RequestState(models.TextChoices):
+    PENDING = "pending", "pending"
+    APPROVED = "approved", "approved"
+    ACTIVE = "active", "active"
+    RELEASED = "released", "released"
+    EXPIRED = "expired", "expired"
+    REVOKED = "revoked", "revoked"
+    REJECTED = "rejected", "rejected"
+    CANCELLED = "cancelled", "cancelled"
+
+
+# An approved request is an allocation: it holds quota until it ends.
+HOLDING_STATES = (RequestState.APPROVED, RequestState.ACTIVE)
+
+
+class GpuRequest(models.Model):
+    """A request for `count` units of an offering in a tenant; an allocation once approved."""
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.PROTECT, related_name="requests")
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="gpu_requests"
+    )
+    offering = models.ForeignKey("catalog.Offering", on_delete=models.PROTECT, related_name="+")
+    # Copied from the offering: quota is per model, and the offering may be edited later.
+    gpu_model = models.ForeignKey("catalog.GpuModel", on_delete=models.PROTECT, related_name="+")
+    count = models.PositiveIntegerField()
+    gpu_eq_num, gpu_eq_den = gpu_eq_columns("gpu_eq")
+    gpu_eq = gpu_eq_property("gpu_eq")  # count x the offering's GPU-eq at request time
+    state = models.CharField(
+        max_length=16, choices=RequestState.choices, default=RequestState.PENDING
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "gpu_model", "state"])]
+        constraints = gpu_eq_constraints("gpu_eq", model="gpurequest")
+
+    def __str__(self) -> str:
+        return f"request {self.pk}"

@@ -1,0 +1,108 @@
+from fractions import Fraction
+
+from django.db import models
+
+from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.catalog.validators import (
+    validate_annotations,
+    validate_label_key,
+    validate_label_value,
+    validate_resources,
+)
+from portal.core.validators import slug_validator
+
+
+class GpuModel(models.Model):
+    """A kind of GPU card, e.g. NVIDIA A100-SXM4-80GB, and the node label that selects it."""
+
+    slug = models.CharField(max_length=61, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=100, unique=True)
+    vendor = models.CharField(max_length=32)
+    memory_mib = models.PositiveIntegerField(help_text="GPU memory in MiB")
+    node_label_key = models.CharField(
+        max_length=253, default="nvidia.com/gpu.product", validators=[validate_label_key]
+    )
+    node_label_value = models.CharField(max_length=63, validators=[validate_label_value])
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["vendor", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def memory_gib(self) -> Fraction:
+        return Fraction(self.memory_mib, 1024)
+
+
+class SharingBackend(models.Model):
+    """How a GPU pool is shared (whole GPUs, MIG, time-slicing, HAMi, ...). Data, not code."""
+
+    slug = models.CharField(max_length=61, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    memory_isolation = models.BooleanField(
+        default=False, help_text="Whether a share's GPU memory is protected from its neighbours"
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Offering(models.Model):
+    """What a developer picks: a GPU model x a sharing backend x a size.
+
+    One unit of an offering asks Kubernetes for `resources` (extended resource name ->
+    quantity) and counts `gpu_eq` GPU-equivalents against quota and on the bill.
+    """
+
+    slug = models.CharField(max_length=61, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=100)
+    gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT, related_name="offerings")
+    backend = models.ForeignKey(SharingBackend, on_delete=models.PROTECT, related_name="offerings")
+    size = models.CharField(
+        max_length=32, help_text="As people say it: 1 GPU, 1g.10gb, 1/4, 10 GiB"
+    )
+    whole = models.BooleanField(default=False, help_text="One unit is one or more whole GPUs")
+    resources = models.JSONField(validators=[validate_resources])
+    annotations = models.JSONField(default=dict, blank=True, validators=[validate_annotations])
+    gpu_eq_num, gpu_eq_den = gpu_eq_columns("gpu_eq")
+    gpu_eq = gpu_eq_property("gpu_eq")
+    max_units_per_workload = models.PositiveIntegerField(
+        null=True, blank=True, help_text="e.g. 1 for time-sliced shares; empty for no limit"
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["gpu_model__name", "-whole", "-gpu_eq_num", "slug"]
+        constraints = gpu_eq_constraints("gpu_eq", model="offering")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class GpuPool(models.Model):
+    """Nodes of one GPU model in one cluster, shared with one backend at a time.
+
+    The offerings available on a pool are those of its model and backend.
+    """
+
+    cluster = models.CharField(max_length=63, default="default")
+    name = models.CharField(max_length=63)
+    gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT, related_name="pools")
+    backend = models.ForeignKey(SharingBackend, on_delete=models.PROTECT, related_name="pools")
+    node_count = models.PositiveIntegerField(default=0)
+    gpus_per_node = models.PositiveIntegerField(default=8)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="pool_unique_per_cluster")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.name}"

@@ -1,0 +1,108 @@
+"""Every write to the GPU catalog: models, sharing backends, offerings and pools.
+
+Each validates the whole object (Kubernetes names and quantities, exact GPU-eq), saves it in
+one transaction and records an audit event. Errors name the offending fields.
+"""
+
+from fractions import Fraction
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, models, transaction
+
+from portal.accounts.models import User
+from portal.catalog.gpu_eq import GpuEqError, gpu_eq_parse
+from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
+from portal.core.audit import audit_record, changes_between, snapshot
+from portal.core.errors import Conflict, ValidationFailed
+
+
+def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | None, str | None]:
+    try:
+        amount = gpu_eq_parse(value)
+    except GpuEqError as error:
+        return None, str(error).capitalize() + "."
+    if whole:
+        if amount <= 0 or amount.denominator != 1:
+            return amount, "A whole-GPU offering counts a positive whole number of GPU-eq per unit."
+    elif not 0 < amount <= 1:
+        return amount, "A fractional offering counts more than 0 and at most 1 GPU-eq per unit."
+    return amount, None
+
+
+def _save[M: models.Model](*, actor: User, instance: M, fields: dict[str, Any], action: str) -> M:
+    """Apply `fields` to `instance`, validate everything, save, audit."""
+    field_names = [name for name in fields if name != "gpu_eq"]
+    before = snapshot(instance, fields) if instance.pk else {}
+    problems: dict[str, list[str]] = {}
+    for name, value in fields.items():
+        if name == "gpu_eq":
+            continue
+        setattr(instance, name, value)
+    if isinstance(instance, Offering) and "gpu_eq" in fields:
+        amount, problem = _offering_gpu_eq_problem(fields["gpu_eq"], whole=instance.whole)
+        if problem:
+            problems["gpu_eq"] = [problem]
+        if amount is not None:
+            instance.gpu_eq = amount
+    try:
+        instance.full_clean(validate_constraints=False)
+    except ValidationError as error:
+        for name, messages in error.message_dict.items():
+            problems.setdefault(name, []).extend(messages)
+    if problems:
+        names = ", ".join(sorted(problems))
+        raise ValidationFailed(
+            f"The {instance._meta.verbose_name} is not valid: {names}.", fields=problems
+        )
+    try:
+        with transaction.atomic():
+            instance.save()
+    except IntegrityError:
+        raise Conflict(
+            f"A {instance._meta.verbose_name} with these names exists already."
+        ) from None
+    audit_record(
+        actor=actor,
+        action=action,
+        target=instance,
+        changes=changes_between(
+            before,
+            snapshot(instance, fields),
+            [*field_names, *(["gpu_eq"] if "gpu_eq" in fields else [])],
+        ),
+    )
+    return instance
+
+
+@transaction.atomic
+def gpu_model_create(*, actor: User, **fields: Any) -> GpuModel:
+    return _save(actor=actor, instance=GpuModel(), fields=fields, action="gpu_model.create")
+
+
+@transaction.atomic
+def gpu_model_update(*, actor: User, gpu_model: GpuModel, **fields: Any) -> GpuModel:
+    return _save(actor=actor, instance=gpu_model, fields=fields, action="gpu_model.update")
+
+
+@transaction.atomic
+def sharing_backend_create(*, actor: User, **fields: Any) -> SharingBackend:
+    return _save(actor=actor, instance=SharingBackend(), fields=fields, action="backend.create")
+
+
+@transaction.atomic
+def offering_create(*, actor: User, **fields: Any) -> Offering:
+    """Create an offering. `gpu_eq` is per unit: in (0, 1] unless `whole`."""
+    if "gpu_eq" not in fields:
+        raise ValidationFailed("gpu_eq: required.", fields={"gpu_eq": ["Required."]})
+    return _save(actor=actor, instance=Offering(), fields=fields, action="offering.create")
+
+
+@transaction.atomic
+def offering_update(*, actor: User, offering: Offering, **fields: Any) -> Offering:
+    return _save(actor=actor, instance=offering, fields=fields, action="offering.update")
+
+
+@transaction.atomic
+def gpu_pool_create(*, actor: User, **fields: Any) -> GpuPool:
+    return _save(actor=actor, instance=GpuPool(), fields=fields, action="gpu_pool.create")
