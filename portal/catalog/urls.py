@@ -1,6 +1,6 @@
-from django.urls import path
+from django.urls import URLPattern
 
 app_name = "catalog"
 
 # Catalog management pages (admins): see portal/catalog/views.py.
-urlpatterns: list = []  # type: ignore[type-arg]
+urlpatterns: list[URLPattern] = []
