@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "portal.core.pages.ApplicationErrorMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 

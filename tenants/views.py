@@ -1,29 +1,69 @@
-from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
-from django.shortcuts import render
+"""Tenant pages: each persona's start page, the admin's tenant list, and one tenant's page
+with its members, quotas and quota requests. Every write goes through tenants.services."""
 
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from portal.accounts.models import User
+from portal.core.errors import ApplicationError, NotFound, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
+from portal.core.pages import form_add_error
+from tenants import services
+from tenants.access import Access, allows, role_in, tenant_for
+from tenants.forms import (
+    DecisionForm,
+    MemberForm,
+    QuotaForm,
+    QuotaRequestForm,
+    StateForm,
+    TenantCreateForm,
+    TenantPolicyForm,
+)
+from tenants.models import QuotaRequest, Tenant, TenantState
 from tenants.selectors import (
     memberships_of,
+    quota_lines,
+    quota_lines_for,
+    quota_requests_for,
+    quota_requests_pending,
     tenants_led_by,
     tenants_visible_to,
     tenants_with_members,
 )
 
+TENANTS_PER_PAGE = 25
+
+
+def _require_admin(request: AuthenticatedHttpRequest) -> None:
+    if not request.user.is_portal_admin:
+        raise Http404
+
 
 @login_required
 def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """A developer's start page: the tenants they work in and their role in each."""
-    return render(request, "tenants/mine.html", {"memberships": memberships_of(request.user)})
+    """A developer's start page: their tenants, role, and GPU quota left in each."""
+    memberships = list(memberships_of(request.user))
+    lines = quota_lines_for(membership.tenant_id for membership in memberships)
+    rows = [(membership, lines[membership.tenant_id]) for membership in memberships]
+    return render(request, "tenants/mine.html", {"rows": rows})
 
 
 @login_required
 def team(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """A lead's start page: the tenants they lead, with their members."""
+    """A lead's start page: the tenants they lead, with members and quotas."""
     tenants = list(tenants_with_members(tenants_led_by(request.user)))
     if not tenants:
         raise Http404
-    return render(request, "tenants/team.html", {"tenants": tenants})
+    lines = quota_lines_for(tenant.pk for tenant in tenants)
+    rows = [(tenant, lines[tenant.pk]) for tenant in tenants]
+    return render(request, "tenants/team.html", {"rows": rows})
 
 
 @login_required
@@ -37,8 +77,220 @@ def finance(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @login_required
 def manage(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """An admin's start page: every tenant with its state and member count."""
-    if not request.user.is_portal_admin:
-        raise Http404
+    """The admin's tenant list: search, filter by state, paginate; htmx swaps the table."""
+    _require_admin(request)
+    query = request.GET.get("q", "").strip()
+    state = request.GET.get("state", "")
     tenants = tenants_with_members(tenants_visible_to(request.user))
-    return render(request, "tenants/manage.html", {"tenants": tenants})
+    if query:
+        tenants = tenants.filter(
+            Q(slug__icontains=query) | Q(name__icontains=query) | Q(cost_centre__icontains=query)
+        )
+    if state in TenantState.values:
+        tenants = tenants.filter(state=state)
+    page = Paginator(tenants.order_by("slug"), TENANTS_PER_PAGE).get_page(request.GET.get("page"))
+    lines = quota_lines_for(tenant.pk for tenant in page)
+    context: dict[str, Any] = {
+        "page": page,
+        "rows": [(tenant, lines[tenant.pk]) for tenant in page],
+        "query": query,
+        "state": state,
+        "states": TenantState.choices,
+        "form": TenantCreateForm(),
+    }
+    template = "tenants/manage.html#tenant-table" if request.htmx else "tenants/manage.html"
+    return render(request, template, context)
+
+
+@login_required
+def tenant_create(request: AuthenticatedHttpRequest) -> HttpResponse:
+    _require_admin(request)
+    form = TenantCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            tenant = services.tenant_create(actor=request.user, **form.cleaned_data)
+        except ValidationFailed as error:
+            form_add_error(form, error)
+        except ApplicationError as error:
+            form_add_error(form, error)
+        else:
+            messages.success(request, f"Tenant {tenant.slug} was created.")
+            return redirect("tenants:detail", slug=tenant.slug)
+    status = 400 if request.method == "POST" else 200
+    return render(
+        request, "tenants/tenant_form.html", {"form": form, "creating": True}, status=status
+    )
+
+
+def _detail_context(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[str, Any]:
+    user = request.user
+    role = role_in(user, tenant)
+    can_lead = allows(user, tenant, Access.LEAD, role=role)
+    return {
+        "tenant": tenant,
+        "role": role,
+        "is_admin": user.is_portal_admin,
+        "can_lead": can_lead,
+        "can_ask_quota": role == "lead",
+        "lines": quota_lines(tenant),
+        "memberships": tenant.memberships.select_related("user").order_by("user__username"),
+        "quota_requests": quota_requests_for(tenant)[:20]
+        if can_lead or user.sees_all_tenants
+        else [],
+        "quota_form": QuotaForm(),
+        "member_form": MemberForm(),
+        "quota_request_form": QuotaRequestForm(),
+    }
+
+
+@login_required
+def detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """One tenant: policy, quotas with what is left, members, quota requests."""
+    tenant = tenant_for(request.user, slug)
+    return render(request, "tenants/detail.html", _detail_context(request, tenant))
+
+
+def _after_write(request: AuthenticatedHttpRequest, tenant: Tenant, fragment: str) -> HttpResponse:
+    """htmx gets the refreshed fragment; a plain form post goes back to the tenant page."""
+    if request.htmx:
+        return render(request, f"tenants/detail.html#{fragment}", _detail_context(request, tenant))
+    return redirect("tenants:detail", slug=tenant.slug)
+
+
+def _form_failed(
+    request: AuthenticatedHttpRequest, tenant: Tenant, fragment: str, form_name: str, form: Any
+) -> HttpResponse:
+    context = {**_detail_context(request, tenant), form_name: form}
+    template = f"tenants/detail.html#{fragment}" if request.htmx else "tenants/detail.html"
+    return render(request, template, context, status=400)
+
+
+@login_required
+@require_POST
+def quota_set(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    tenant = tenant_for(request.user, slug, Access.ADMIN)
+    form = QuotaForm(request.POST)
+    if form.is_valid():
+        try:
+            services.quota_set(
+                actor=request.user,
+                tenant=tenant,
+                gpu_model=form.cleaned_data["gpu_model"],
+                gpu_eq=form.cleaned_data["gpu_eq"],
+            )
+        except ValidationFailed as error:
+            form_add_error(form, error)
+        else:
+            messages.success(request, f"Quota for {form.cleaned_data['gpu_model']} is set.")
+            return _after_write(request, tenant, "quotas")
+    return _form_failed(request, tenant, "quotas", "quota_form", form)
+
+
+@login_required
+@require_POST
+def member_add(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    tenant = tenant_for(request.user, slug, Access.LEAD)
+    form = MemberForm(request.POST)
+    if form.is_valid():
+        user = User.objects.filter(username=form.cleaned_data["username"], is_active=True).first()
+        if user is None:
+            form.add_error("username", "There is no active user with this username.")
+        else:
+            services.membership_set(
+                actor=request.user, tenant=tenant, user=user, role=form.cleaned_data["role"]
+            )
+            messages.success(request, f"{user.username} is a {form.cleaned_data['role']} now.")
+            return _after_write(request, tenant, "members")
+    return _form_failed(request, tenant, "members", "member_form", form)
+
+
+@login_required
+@require_POST
+def member_remove(request: AuthenticatedHttpRequest, slug: str, username: str) -> HttpResponse:
+    tenant = tenant_for(request.user, slug, Access.LEAD)
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        raise NotFound(f"There is no user {username!r}.")
+    services.membership_remove(actor=request.user, tenant=tenant, user=user)
+    messages.success(request, f"{username} was removed from {tenant.slug}.")
+    return _after_write(request, tenant, "members")
+
+
+@login_required
+@require_POST
+def quota_request_create(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    tenant = tenant_for(request.user, slug, Access.LEAD)
+    if role_in(request.user, tenant) != "lead":
+        raise Http404
+    form = QuotaRequestForm(request.POST)
+    if form.is_valid():
+        try:
+            services.quota_request_create(actor=request.user, tenant=tenant, **form.cleaned_data)
+        except ValidationFailed as error:
+            form_add_error(form, error)
+        else:
+            messages.success(request, "Your quota request was sent to the admins.")
+            return _after_write(request, tenant, "quota-requests")
+    return _form_failed(request, tenant, "quota-requests", "quota_request_form", form)
+
+
+@login_required
+@require_POST
+def quota_request_decide(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    tenant = tenant_for(request.user, slug, Access.ADMIN)
+    quota_request = get_object_or_404(QuotaRequest, pk=pk, tenant=tenant)
+    form = DecisionForm(request.POST)
+    if not form.is_valid():
+        raise ValidationFailed("Choose approve or reject.", fields={"decision": ["Required."]})
+    decide = (
+        services.quota_request_approve
+        if form.cleaned_data["decision"] == "approve"
+        else services.quota_request_reject
+    )
+    decided = decide(
+        actor=request.user, quota_request=quota_request, comment=form.cleaned_data["comment"]
+    )
+    messages.success(request, f"Quota request {decided.pk} is {decided.state}.")
+    if request.POST.get("next") == "queue":
+        return redirect("tenants:quota-queue")
+    return _after_write(request, tenant, "quota-requests")
+
+
+@login_required
+def quota_queue(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The admin's queue of pending quota requests across tenants, oldest first."""
+    _require_admin(request)
+    page = Paginator(quota_requests_pending(), TENANTS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "tenants/quota_queue.html", {"page": page})
+
+
+@login_required
+def tenant_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    tenant = tenant_for(request.user, slug, Access.ADMIN)
+    initial = {name: getattr(tenant, name) for name in services.TENANT_FIELDS}
+    initial["auto_approve_gpu_eq"] = str(tenant.auto_approve_gpu_eq)
+    form = TenantPolicyForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.tenant_update(actor=request.user, tenant=tenant, **form.cleaned_data)
+        except ValidationFailed as error:
+            form_add_error(form, error)
+        else:
+            messages.success(request, f"Tenant {tenant.slug} was updated.")
+            return redirect("tenants:detail", slug=tenant.slug)
+    status = 400 if request.method == "POST" else 200
+    return render(
+        request, "tenants/tenant_form.html", {"form": form, "tenant": tenant}, status=status
+    )
+
+
+@login_required
+@require_POST
+def tenant_state(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    tenant = tenant_for(request.user, slug, Access.ADMIN)
+    form = StateForm(request.POST)
+    if not form.is_valid():
+        raise ValidationFailed("Choose an action.", fields={"action": ["Required."]})
+    services.tenant_change_state(actor=request.user, tenant=tenant, **form.cleaned_data)
+    messages.success(request, f"Tenant {tenant.slug}: {form.cleaned_data['action']} done.")
+    return redirect("tenants:detail", slug=tenant.slug)

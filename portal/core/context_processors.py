@@ -10,6 +10,7 @@ NAVIGATION = [
     ("Team", "tenants:team", {"lead"}),
     ("Chargeback", "tenants:finance", {"finance", "admin"}),
     ("Tenants", "tenants:manage", {"admin"}),
+    ("Quota requests", "tenants:quota-queue", {"admin"}),
 ]
 
 

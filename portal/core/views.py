@@ -8,6 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from portal.accounts.selectors import start_url_for
 from portal.core.health import readiness_problems
 from portal.core.metrics import metrics_allowed
+from portal.core.pages import error_page
 
 
 @require_GET
@@ -45,26 +46,18 @@ def start(request: HttpRequest) -> HttpResponse:
     return redirect(start_url_for(request.user))
 
 
-def _error_page(request: HttpRequest, *, status: int, title: str, message: str) -> HttpResponse:
-    template = loader.get_template("errors/error.html")
-    body = template.render({"status": status, "title": title, "message": message}, request)
-    return HttpResponse(body, status=status)
-
-
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    return _error_page(
+    return error_page(
         request, status=400, title="Bad request", message="The request could not be understood."
     )
 
 
 def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
-    return _error_page(
-        request, status=403, title="Not allowed", message="You may not do this here."
-    )
+    return error_page(request, status=403, title="Not allowed", message="You may not do this here.")
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
-    return _error_page(
+    return error_page(
         request,
         status=404,
         title="Not found",

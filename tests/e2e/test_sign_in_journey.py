@@ -12,7 +12,7 @@ pytestmark = pytest.mark.browser
         ("developer", "My workspace", ["My workspace"]),
         ("lead", "Team", ["My workspace", "Team"]),
         ("finance_user", "Chargeback", ["Chargeback"]),
-        ("admin_user", "Tenants", ["My workspace", "Chargeback", "Tenants"]),
+        ("admin_user", "Tenants", ["My workspace", "Chargeback", "Tenants", "Quota requests"]),
     ],
 )
 def test_each_persona_signs_in_in_the_browser_and_lands_on_its_start_page(

@@ -1,0 +1,67 @@
+"""Forms for the tenant pages. They only parse input; the services validate and write."""
+
+from django import forms
+
+from portal.catalog.models import GpuModel
+from tenants.models import MemberRole
+
+
+class TenantPolicyForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    cost_centre = forms.CharField(max_length=64, required=False)
+    auto_approve_gpu_eq = forms.CharField(
+        label="Auto-approve up to (GPU-eq per request)",
+        initial="1",
+        help_text="A whole number, a decimal or a fraction like 1/2.",
+    )
+    auto_approve_hours = forms.IntegerField(
+        label="Auto-approve up to (hours)", min_value=0, initial=8
+    )
+    default_duration_hours = forms.IntegerField(
+        label="Default duration (hours)", min_value=1, initial=8
+    )
+    max_duration_hours = forms.IntegerField(
+        label="Maximum duration (hours)", min_value=1, initial=168
+    )
+    cpu_cores_quota = forms.IntegerField(label="CPU cores quota", min_value=0, initial=64)
+    memory_gib_quota = forms.IntegerField(label="Memory quota (GiB)", min_value=0, initial=256)
+    storage_gib_quota = forms.IntegerField(label="Storage quota (GiB)", min_value=0, initial=1024)
+
+
+class TenantCreateForm(TenantPolicyForm):
+    slug = forms.CharField(
+        max_length=61, help_text="Lowercase letters, digits and hyphens; the namespace is t-<slug>."
+    )
+    field_order = ["slug", "name", "cost_centre"]
+
+
+class QuotaForm(forms.Form):
+    gpu_model = forms.ModelChoiceField(
+        queryset=GpuModel.objects.filter(enabled=True), to_field_name="slug", label="GPU model"
+    )
+    gpu_eq = forms.CharField(label="Quota (GPU-eq)", help_text="e.g. 8, 2.5 or 7/2")
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=MemberRole.choices, initial=MemberRole.DEVELOPER)
+
+
+class QuotaRequestForm(forms.Form):
+    gpu_model = forms.ModelChoiceField(
+        queryset=GpuModel.objects.filter(enabled=True), to_field_name="slug", label="GPU model"
+    )
+    amount = forms.CharField(label="Additional GPU-eq", help_text="e.g. 2 or 1/2")
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class DecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class StateForm(forms.Form):
+    action = forms.ChoiceField(
+        choices=[("suspend", "Suspend"), ("reactivate", "Reactivate"), ("archive", "Archive")]
+    )
+    comment = forms.CharField(required=False)
