@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from portal.accounts.models import User
-from portal.core.errors import ApplicationError, NotFound, ValidationFailed
+from portal.core.errors import ApplicationError, NotFound, PermissionDenied, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error
 from tenants import services
@@ -221,7 +221,7 @@ def member_remove(request: AuthenticatedHttpRequest, slug: str, username: str) -
 def quota_request_create(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     tenant = tenant_for(request.user, slug, Access.LEAD)
     if role_in(request.user, tenant) != "lead":
-        raise Http404
+        raise PermissionDenied("Leads ask for quota; admins set it on the tenant page.")
     form = QuotaRequestForm(request.POST)
     if form.is_valid():
         try:

@@ -1,0 +1,103 @@
+"""Every URL the project defines x every persona, anonymous and an outsider: the expected status.
+
+A route missing from ROUTES fails `test_every_route_is_walked`, so a new view cannot forget
+its access check. Tenant-scoped routes point at tenant A; the outsider is in tenant B.
+"""
+
+from collections.abc import Iterator
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from portal.accounts.services import user_create
+from tenants.models import MemberRole
+from tenants.services import membership_set, quota_request_create
+from tests.tenants.factories import a100
+
+PERSONAS = ("anonymous", "developer", "lead", "outsider", "finance_user", "admin_user")
+
+# route name -> (method, kwargs name, expected status per persona, in PERSONAS order)
+ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
+    "start": ("get", "", (302, 302, 302, 302, 302, 302)),
+    "healthz": ("get", "", (200, 200, 200, 200, 200, 200)),
+    "readyz": ("get", "", (200, 200, 200, 200, 200, 200)),
+    "metrics": ("get", "", (200, 200, 200, 200, 200, 200)),
+    "accounts:login": ("get", "", (200, 302, 302, 302, 302, 302)),
+    "accounts:logout": ("get", "", (405, 405, 405, 405, 405, 405)),
+    "tenants:mine": ("get", "", (302, 200, 200, 200, 200, 200)),
+    "tenants:team": ("get", "", (302, 404, 200, 404, 404, 404)),
+    "tenants:finance": ("get", "", (302, 404, 404, 404, 200, 200)),
+    "tenants:manage": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "tenants:create": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "tenants:quota-queue": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "tenants:detail": ("get", "tenant", (302, 200, 200, 404, 200, 200)),
+    "tenants:edit": ("get", "tenant", (302, 403, 403, 404, 403, 200)),
+    "tenants:state": ("post", "tenant", (302, 403, 403, 404, 403, 400)),
+    "tenants:quota-set": ("post", "tenant", (302, 403, 403, 404, 403, 400)),
+    "tenants:member-add": ("post", "tenant", (302, 403, 400, 404, 403, 400)),
+    "tenants:member-remove": ("post", "member", (302, 403, 302, 404, 403, 302)),
+    "tenants:quota-request-create": ("post", "tenant", (302, 403, 400, 404, 403, 403)),
+    "tenants:quota-request-decide": ("post", "quota_request", (302, 403, 403, 404, 403, 400)),
+    "api:me": ("get", "", (401, 200, 200, 200, 200, 200)),
+    # The schema and its docs describe the API, not anyone's data: public.
+    "api-schema": ("get", "", (200, 200, 200, 200, 200, 200)),
+    "api-docs": ("get", "", (200, 200, 200, 200, 200, 200)),
+}
+
+# Django's own admin has its own sign-in and staff check.
+NOT_WALKED_NAMESPACES = ("admin:",)
+
+
+def defined_routes() -> Iterator[str]:
+    def walk(patterns: list[URLPattern | URLResolver], namespace: str) -> Iterator[str]:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+                yield from walk(pattern.url_patterns, inner)
+            elif pattern.name:
+                yield f"{namespace}{pattern.name}"
+
+    for name in walk(get_resolver().url_patterns, ""):
+        if not name.startswith(NOT_WALKED_NAMESPACES):
+            yield name
+
+
+def test_every_route_is_walked() -> None:
+    missing = sorted(set(defined_routes()) - set(ROUTES))
+    assert missing == [], f"add these routes to ROUTES with their expected statuses: {missing}"
+
+
+@pytest.fixture
+def walk_kwargs(tenant_a, developer, lead, outsider, finance_user, admin_user) -> dict[str, dict]:
+    model = a100(admin_user)
+    walker = user_create(actor=None, username="walker")
+    membership_set(actor=None, tenant=tenant_a, user=walker, role=MemberRole.DEVELOPER)
+    quota_request = quota_request_create(
+        actor=lead, tenant=tenant_a, gpu_model=model, amount=1, reason="walk"
+    )
+    return {
+        "": {},
+        "tenant": {"slug": tenant_a.slug},
+        "member": {"slug": tenant_a.slug, "username": walker.username},
+        "quota_request": {"slug": tenant_a.slug, "pk": quota_request.pk},
+        "gpu_model": {"slug": model.slug},
+    }
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_each_route_answers_each_persona_as_the_permission_table_says(
+    request: pytest.FixtureRequest, persona: str, walk_kwargs: dict[str, dict]
+) -> None:
+    client = Client()
+    if persona != "anonymous":
+        client.force_login(request.getfixturevalue(persona))
+    column = PERSONAS.index(persona)
+    wrong = []
+    for name, (method, kwargs_name, statuses) in ROUTES.items():
+        url = reverse(name, kwargs=walk_kwargs[kwargs_name])
+        response = getattr(client, method)(url)
+        expected = statuses[column]
+        if response.status_code != expected:
+            wrong.append(f"{method.upper()} {url} ({name}): {response.status_code} not {expected}")
+    assert wrong == []
