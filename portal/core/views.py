@@ -1,14 +1,21 @@
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.template import loader
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from portal.accounts.selectors import start_url_for
+from portal.core.forms import AuditFilterForm
 from portal.core.health import readiness_problems
+from portal.core.http import AuthenticatedHttpRequest
 from portal.core.metrics import metrics_allowed
 from portal.core.pages import error_page
+from portal.core.selectors import audit_events_filtered, audit_events_visible_to
+
+AUDIT_PER_PAGE = 50
 
 
 @require_GET
@@ -69,3 +76,18 @@ def server_error(request: HttpRequest) -> HttpResponse:
     # Rendered without the request context: the failure may be in a context processor.
     body = loader.get_template("errors/500.html").render({})
     return HttpResponse(body, status=500)
+
+
+@login_required
+def audit_log(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The audit log each persona may see, filtered and paginated on the server."""
+    form = AuditFilterForm(request.GET or None)
+    events = audit_events_visible_to(request.user)
+    if form.is_valid():
+        events = audit_events_filtered(events, **form.cleaned_data)
+    page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"form": form, "page": page, "query": query.urlencode()}
+    template = "core/audit.html#audit-table" if request.htmx else "core/audit.html"
+    return render(request, template, context)

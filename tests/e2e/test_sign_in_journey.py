@@ -9,10 +9,14 @@ pytestmark = pytest.mark.browser
 @pytest.mark.parametrize(
     ("persona", "heading", "nav_links"),
     [
-        ("developer", "My workspace", ["My workspace"]),
-        ("lead", "Team", ["My workspace", "Team"]),
-        ("finance_user", "Chargeback", ["Chargeback"]),
-        ("admin_user", "Tenants", ["My workspace", "Chargeback", "Tenants", "Quota requests"]),
+        ("developer", "My workspace", ["My workspace", "Audit log"]),
+        ("lead", "Team", ["My workspace", "Team", "Audit log"]),
+        ("finance_user", "Chargeback", ["Chargeback", "Audit log"]),
+        (
+            "admin_user",
+            "Tenants",
+            ["My workspace", "Chargeback", "Tenants", "Quota requests", "Audit log"],
+        ),
     ],
 )
 def test_each_persona_signs_in_in_the_browser_and_lands_on_its_start_page(

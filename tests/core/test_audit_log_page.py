@@ -1,0 +1,68 @@
+import pytest
+
+from portal.accounts.services import user_create
+from tenants.models import MemberRole
+from tenants.services import membership_set, tenant_update
+
+
+@pytest.fixture
+def history(admin_user, lead, developer, outsider, tenant_a, tenant_b):
+    """Events in both tenants: by the admin, the lead (in A) and the outsider's tenant (B)."""
+    tenant_update(actor=admin_user, tenant=tenant_a, cost_centre="CC-A-NEW")
+    tenant_update(actor=admin_user, tenant=tenant_b, cost_centre="CC-B-NEW")
+    newcomer = user_create(actor=None, username="newcomer")
+    membership_set(actor=lead, tenant=tenant_a, user=newcomer, role=MemberRole.DEVELOPER)
+
+
+def test_lead_sees_their_tenants_events_but_not_other_tenants(client_for, lead, history) -> None:
+    response = client_for(lead).get("/audit/?action=tenant.update")
+
+    assert response.status_code == 200
+    assert "CC-A-NEW" in response.text
+    assert "CC-B-NEW" not in response.text
+
+
+def test_developer_sees_only_their_own_actions(client_for, developer, history) -> None:
+    response = client_for(developer).get("/audit/")
+
+    assert response.status_code == 200
+    assert "CC-A-NEW" not in response.text
+    assert "No events match." in response.text
+
+
+def test_outsider_sees_nothing_of_tenant_a(client_for, outsider, history) -> None:
+    response = client_for(outsider).get("/audit/?tenant=vision")
+
+    assert response.status_code == 200
+    assert "No events match." in response.text
+
+
+def test_finance_sees_every_tenant_and_filters_by_tenant(client_for, finance_user, history) -> None:
+    everything = client_for(finance_user).get("/audit/?action=tenant.update")
+    only_b = client_for(finance_user).get("/audit/?tenant=nlp&action=tenant.update")
+
+    assert "CC-A-NEW" in everything.text
+    assert "CC-B-NEW" in everything.text
+    assert "CC-A-NEW" not in only_b.text
+    assert "CC-B-NEW" in only_b.text
+
+
+def test_a_bad_filter_names_the_field(client_for, admin_user, history) -> None:
+    response = client_for(admin_user).get("/audit/?since=yesterday-ish")
+
+    assert response.status_code == 200
+    assert "Since: Enter a valid date/time." in response.text
+
+
+def test_audit_page_queries_do_not_grow_with_events(
+    client_for, admin_user, tenant_a, django_assert_max_num_queries
+) -> None:
+    for number in range(120):
+        tenant_update(actor=admin_user, tenant=tenant_a, cost_centre=f"CC-{number}")
+    client = client_for(admin_user)
+
+    with django_assert_max_num_queries(6):
+        response = client.get("/audit/")
+
+    assert response.status_code == 200
+    assert "Page 1 of 3" in response.text
