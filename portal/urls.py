@@ -4,9 +4,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from portal.accounts.api import MeView
 from portal.core import views as core_views
+from portal.core.audit_api import AuditEventList
 
 api_v1 = [
     path("me", MeView.as_view(), name="me"),
+    path("audit-events/", AuditEventList.as_view(), name="audit-events"),
 ]
 
 urlpatterns = [

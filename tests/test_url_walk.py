@@ -41,6 +41,7 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "tenants:quota-request-decide": ("post", "quota_request", (302, 403, 403, 404, 403, 400)),
     "audit": ("get", "", (302, 200, 200, 200, 200, 200)),
     "api:me": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:audit-events": ("get", "", (401, 200, 200, 200, 200, 200)),
     # The schema and its docs describe the API, not anyone's data: public.
     "api-schema": ("get", "", (200, 200, 200, 200, 200, 200)),
     "api-docs": ("get", "", (200, 200, 200, 200, 200, 200)),

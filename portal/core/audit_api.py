@@ -1,0 +1,94 @@
+"""`/api/v1/audit-events/`: the audit trail for automation; `?format=csv` exports (admins)."""
+
+import csv
+import io
+import json
+
+from django.db.models import QuerySet
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.generics import ListAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from portal.core.errors import PermissionDenied, ValidationFailed
+from portal.core.forms import AuditFilterForm
+from portal.core.models import AuditEvent
+from portal.core.selectors import audit_events_filtered, audit_events_visible_to
+from tenants.models import Tenant
+
+CSV_LIMIT = 100_000
+CSV_COLUMNS = (
+    "at", "actor_name", "action", "target_type", "target_id", "target_name", "tenant",
+    "changes", "comment", "request_id", "source_ip", "user_agent",
+)  # fmt: skip
+
+
+class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
+    actor = serializers.CharField(source="actor_name")
+    tenant: "serializers.SlugRelatedField[Tenant]" = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+
+    class Meta:
+        model = AuditEvent
+        fields = (
+            "id", "at", "actor", "action", "target_type", "target_id", "target_name", "tenant",
+            "changes", "comment", "request_id", "source_ip", "user_agent",
+        )  # fmt: skip
+
+
+FILTERS = [
+    OpenApiParameter(name, OpenApiTypes.STR, description=description)
+    for name, description in (
+        ("tenant", "tenant slug"),
+        ("actor", "username"),
+        ("action", "action or its prefix, e.g. quota or tenant.create"),
+        ("target_type", "e.g. tenants.tenant"),
+        ("target_id", "the object's id"),
+        ("since", "ISO 8601 time, inclusive"),
+        ("until", "ISO 8601 time, exclusive"),
+        ("format", "csv to download (admins)"),
+    )
+]
+
+
+class AuditEventList(ListAPIView[AuditEvent]):
+    """Audit events the caller may see, newest first, filtered by query parameters."""
+
+    serializer_class = AuditEventSerializer
+
+    def get_queryset(self) -> QuerySet[AuditEvent]:
+        form = AuditFilterForm(self.request.query_params)
+        if not form.is_valid():
+            fields = {
+                name: [str(error) for error in errors] for name, errors in form.errors.items()
+            }
+            raise ValidationFailed(f"Invalid filter: {', '.join(fields)}.", fields=fields)
+        events = audit_events_visible_to(self.request.user)  # type: ignore[arg-type]
+        return audit_events_filtered(events, **form.cleaned_data)
+
+    @extend_schema(parameters=FILTERS)
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response | HttpResponse:  # type: ignore[override]
+        if request.query_params.get("format") == "csv":
+            return self._csv(request)
+        return super().get(request, *args, **kwargs)
+
+    def _csv(self, request: Request) -> HttpResponse:
+        if not request.user.is_portal_admin:  # type: ignore[union-attr]
+            raise PermissionDenied("Only admins export the audit log.")
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(CSV_COLUMNS)
+        for event in self.get_queryset()[:CSV_LIMIT]:
+            writer.writerow([
+                event.at.isoformat(), event.actor_name, event.action, event.target_type,
+                event.target_id, event.target_name, event.tenant.slug if event.tenant else "",
+                json.dumps(event.changes, sort_keys=True), event.comment, event.request_id,
+                event.source_ip or "", event.user_agent,
+            ])  # fmt: skip
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="audit-events.csv"'
+        return response

@@ -1,0 +1,49 @@
+import csv
+import io
+
+from tenants.services import tenant_update
+
+
+def test_api_lists_events_the_caller_may_see(
+    client_for, lead, admin_user, tenant_a, tenant_b
+) -> None:
+    tenant_update(actor=admin_user, tenant=tenant_a, cost_centre="CC-A")
+    tenant_update(actor=admin_user, tenant=tenant_b, cost_centre="CC-B")
+
+    body = client_for(lead).get("/api/v1/audit-events/?action=tenant.update").json()
+
+    assert body["count"] == 1
+    event = body["results"][0]
+    assert event["tenant"] == "vision"
+    assert event["actor"] == "admin"
+    assert event["changes"] == {"cost_centre": ["CC-4100", "CC-A"]}
+
+
+def test_api_filters_by_time_and_names_a_bad_filter(client_for, admin_user, tenant_a) -> None:
+    client = client_for(admin_user)
+
+    future = client.get("/api/v1/audit-events/?since=2999-01-01T00:00:00Z").json()
+    bad = client.get("/api/v1/audit-events/?since=soon")
+
+    assert future["count"] == 0
+    assert bad.status_code == 400
+    assert "since" in bad.json()["error"]["fields"]
+
+
+def test_admin_exports_csv_and_finance_may_not(
+    client_for, admin_user, finance_user, tenant_a
+) -> None:
+    exported = client_for(admin_user).get("/api/v1/audit-events/?format=csv&tenant=vision")
+    refused = client_for(finance_user).get("/api/v1/audit-events/?format=csv")
+
+    assert exported.status_code == 200
+    assert exported["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(exported.content.decode())))
+    assert [row["action"] for row in rows] == ["tenant.create"]
+    assert rows[0]["tenant"] == "vision"
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "forbidden"
+
+
+def test_anonymous_callers_get_401(client, db) -> None:
+    assert client.get("/api/v1/audit-events/").status_code == 401
