@@ -201,7 +201,9 @@ def membership_remove(*, actor: User | None, tenant: Tenant, user: User) -> None
 
 
 @transaction.atomic
-def quota_set(*, actor: User, tenant: Tenant, gpu_model: GpuModel, gpu_eq: GpuEqInput) -> Quota:
+def quota_set(
+    *, actor: User | None, tenant: Tenant, gpu_model: GpuModel, gpu_eq: GpuEqInput
+) -> Quota:
     """Set the tenant's quota for `gpu_model` to `gpu_eq` GPU-equivalents (0 allowed)."""
     amount = _gpu_eq_field("gpu_eq", gpu_eq)
     quota = Quota.objects.select_for_update().filter(tenant=tenant, gpu_model=gpu_model).first()

@@ -30,7 +30,9 @@ def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | Non
     return amount, None
 
 
-def _save[M: models.Model](*, actor: User, instance: M, fields: dict[str, Any], action: str) -> M:
+def _save[M: models.Model](
+    *, actor: User | None, instance: M, fields: dict[str, Any], action: str
+) -> M:
     """Apply `fields` to `instance`, validate everything, save, audit."""
     field_names = [name for name in fields if name != "gpu_eq"]
     before = snapshot(instance, fields) if instance.pk else {}
@@ -76,22 +78,22 @@ def _save[M: models.Model](*, actor: User, instance: M, fields: dict[str, Any], 
 
 
 @transaction.atomic
-def gpu_model_create(*, actor: User, **fields: Any) -> GpuModel:
+def gpu_model_create(*, actor: User | None, **fields: Any) -> GpuModel:
     return _save(actor=actor, instance=GpuModel(), fields=fields, action="gpu_model.create")
 
 
 @transaction.atomic
-def gpu_model_update(*, actor: User, gpu_model: GpuModel, **fields: Any) -> GpuModel:
+def gpu_model_update(*, actor: User | None, gpu_model: GpuModel, **fields: Any) -> GpuModel:
     return _save(actor=actor, instance=gpu_model, fields=fields, action="gpu_model.update")
 
 
 @transaction.atomic
-def sharing_backend_create(*, actor: User, **fields: Any) -> SharingBackend:
+def sharing_backend_create(*, actor: User | None, **fields: Any) -> SharingBackend:
     return _save(actor=actor, instance=SharingBackend(), fields=fields, action="backend.create")
 
 
 @transaction.atomic
-def offering_create(*, actor: User, **fields: Any) -> Offering:
+def offering_create(*, actor: User | None, **fields: Any) -> Offering:
     """Create an offering. `gpu_eq` is per unit: in (0, 1] unless `whole`."""
     if "gpu_eq" not in fields:
         raise ValidationFailed("gpu_eq: required.", fields={"gpu_eq": ["Required."]})
@@ -99,10 +101,10 @@ def offering_create(*, actor: User, **fields: Any) -> Offering:
 
 
 @transaction.atomic
-def offering_update(*, actor: User, offering: Offering, **fields: Any) -> Offering:
+def offering_update(*, actor: User | None, offering: Offering, **fields: Any) -> Offering:
     return _save(actor=actor, instance=offering, fields=fields, action="offering.update")
 
 
 @transaction.atomic
-def gpu_pool_create(*, actor: User, **fields: Any) -> GpuPool:
+def gpu_pool_create(*, actor: User | None, **fields: Any) -> GpuPool:
     return _save(actor=actor, instance=GpuPool(), fields=fields, action="gpu_pool.create")

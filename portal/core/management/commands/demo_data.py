@@ -9,8 +9,11 @@ from django.core.management.base import BaseCommand
 
 from portal.accounts.models import GlobalRole, User
 from portal.accounts.services import user_create
-from tenants.models import MemberRole, Tenant
-from tenants.services import membership_set, tenant_create
+from portal.catalog.models import GpuModel, GpuPool, SharingBackend
+from portal.catalog.presets import catalog_presets_load
+from portal.catalog.services import gpu_pool_create
+from tenants.models import MemberRole, Quota, Tenant
+from tenants.services import membership_set, quota_set, tenant_create
 
 DEMO_PASSWORD = "gpu-portal-demo"  # noqa: S105  (printed on the console; demo only)
 
@@ -27,6 +30,23 @@ PERSONAS: list[tuple[str, str, GlobalRole, list[tuple[str, MemberRole]]]] = [
     ("finance", "Fin Ance", GlobalRole.FINANCE, []),
     ("admin", "Ada Admin", GlobalRole.ADMIN, []),
     ("nlp-dev", "Nia Developer", GlobalRole.NONE, [("nlp", MemberRole.DEVELOPER)]),
+]
+
+
+# (pool name, GPU model, sharing backend, nodes) in the demo cluster
+POOLS = [
+    ("a100-mig", "a100-80gb", "mig", 2),
+    ("a100-whole", "a100-80gb", "whole", 2),
+    ("h100", "h100-80gb", "whole", 1),
+    ("t4-shared", "t4", "time-slicing", 4),
+]
+
+# (tenant, GPU model, quota in GPU-eq)
+QUOTAS = [
+    ("vision", "a100-80gb", 8),
+    ("vision", "t4", 4),
+    ("nlp", "h100-80gb", 16),
+    ("risk", "t4", 2),
 ]
 
 
@@ -58,6 +78,7 @@ class Command(BaseCommand):
             )
             for slug, role in memberships:
                 membership_set(actor=None, tenant=tenants[slug], user=user, role=role)
+        self._catalog_and_quotas(tenants)
         self.stdout.write(
             self.style.SUCCESS("Demo data is loaded. Sign in at http://127.0.0.1:8000/")
         )
@@ -65,3 +86,23 @@ class Command(BaseCommand):
         for username, _, global_role, memberships in PERSONAS:
             roles = ", ".join(f"{role.label} of {slug}" for slug, role in memberships)
             self.stdout.write(f"  {username:<10} {global_role.label if global_role else roles}")
+
+    def _catalog_and_quotas(self, tenants: dict[str, Tenant]) -> None:
+        catalog_presets_load(actor=None)
+        models = {model.slug: model for model in GpuModel.objects.all()}
+        backends = {backend.slug: backend for backend in SharingBackend.objects.all()}
+        pools = set(GpuPool.objects.filter(cluster="demo").values_list("name", flat=True))
+        for name, model, backend, nodes in POOLS:
+            if name not in pools:
+                gpu_pool_create(
+                    actor=None,
+                    cluster="demo",
+                    name=name,
+                    gpu_model=models[model],
+                    backend=backends[backend],
+                    node_count=nodes,
+                )
+        quotas = set(Quota.objects.values_list("tenant__slug", "gpu_model__slug"))
+        for slug, model, amount in QUOTAS:
+            if (slug, model) not in quotas:
+                quota_set(actor=None, tenant=tenants[slug], gpu_model=models[model], gpu_eq=amount)
