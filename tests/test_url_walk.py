@@ -5,6 +5,7 @@ its access check. Tenant-scoped routes point at tenant A; the outsider is in ten
 """
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -71,7 +72,9 @@ def test_every_route_is_walked() -> None:
 
 
 @pytest.fixture
-def walk_kwargs(tenant_a, developer, lead, outsider, finance_user, admin_user) -> dict[str, dict]:
+def walk_kwargs(
+    tenant_a, developer, lead, outsider, finance_user, admin_user
+) -> dict[str, dict[str, Any]]:
     model = a100(admin_user)
     walker = user_create(actor=None, username="walker")
     membership_set(actor=None, tenant=tenant_a, user=walker, role=MemberRole.DEVELOPER)
@@ -89,7 +92,7 @@ def walk_kwargs(tenant_a, developer, lead, outsider, finance_user, admin_user) -
 
 @pytest.mark.parametrize("persona", PERSONAS)
 def test_each_route_answers_each_persona_as_the_permission_table_says(
-    request: pytest.FixtureRequest, persona: str, walk_kwargs: dict[str, dict]
+    request: pytest.FixtureRequest, persona: str, walk_kwargs: dict[str, dict[str, Any]]
 ) -> None:
     client = Client()
     if persona != "anonymous":

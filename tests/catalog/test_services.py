@@ -1,8 +1,10 @@
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
-from portal.catalog.models import Offering
+from portal.accounts.models import User
+from portal.catalog.models import GpuModel, Offering, SharingBackend
 from portal.catalog.services import offering_create, offering_update
 from portal.core.errors import ValidationFailed
 from tests.tenants.factories import a100, mig_backend
@@ -13,7 +15,9 @@ def catalog(admin_user):
     return a100(admin_user), mig_backend(admin_user)
 
 
-def make_offering(admin_user, catalog, **overrides):
+def make_offering(
+    admin_user: User, catalog: tuple[GpuModel, SharingBackend], **overrides: Any
+) -> Offering:
     model, backend = catalog
     fields = {
         "slug": "a100-mig-1g",
