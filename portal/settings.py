@@ -234,6 +234,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1/",
+    "ENUM_NAME_OVERRIDES": {
+        "TenantStateEnum": "tenants.models.TenantState",
+        "QuotaRequestStateEnum": "tenants.models.QuotaRequestState",
+        "MemberRoleEnum": "tenants.models.MemberRole",
+    },
 }
 
 MAILERS = {

@@ -3,12 +3,41 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from portal.accounts.api import MeView
+from portal.catalog import api as catalog_api
 from portal.core import views as core_views
 from portal.core.audit_api import AuditEventList
+from tenants import api as tenant_api
 
 api_v1 = [
     path("me", MeView.as_view(), name="me"),
     path("audit-events/", AuditEventList.as_view(), name="audit-events"),
+    path("tenants/", tenant_api.TenantList.as_view(), name="tenants"),
+    path("tenants/<slug:slug>/", tenant_api.TenantDetail.as_view(), name="tenant"),
+    path("tenants/<slug:slug>/members/", tenant_api.MemberList.as_view(), name="members"),
+    path(
+        "tenants/<slug:slug>/members/<str:username>/",
+        tenant_api.MemberDetail.as_view(),
+        name="member",
+    ),
+    path(
+        "tenants/<slug:slug>/quota-requests/",
+        tenant_api.QuotaRequestList.as_view(),
+        name="quota-requests",
+    ),
+    path(
+        "tenants/<slug:slug>/quota-requests/<int:pk>/approve",
+        tenant_api.QuotaRequestDecision.as_view(decision="approve"),
+        name="quota-request-approve",
+    ),
+    path(
+        "tenants/<slug:slug>/quota-requests/<int:pk>/reject",
+        tenant_api.QuotaRequestDecision.as_view(decision="reject"),
+        name="quota-request-reject",
+    ),
+    path("gpu-models/", catalog_api.GpuModelList.as_view(), name="gpu-models"),
+    path("gpu-models/<slug:slug>/", catalog_api.GpuModelDetail.as_view(), name="gpu-model"),
+    path("offerings/", catalog_api.OfferingList.as_view(), name="offerings"),
+    path("offerings/<slug:slug>/", catalog_api.OfferingDetail.as_view(), name="offering"),
 ]
 
 urlpatterns = [

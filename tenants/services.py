@@ -308,3 +308,36 @@ def quota_request_reject(
         comment=decided.decision_comment,
     )
     return decided
+
+
+_STATE_TO_ACTION = {
+    TenantState.SUSPENDED: "suspend",
+    TenantState.ACTIVE: "reactivate",
+    TenantState.ARCHIVED: "archive",
+}
+
+
+@transaction.atomic
+def tenant_apply_changes(
+    *,
+    actor: User,
+    tenant: Tenant,
+    fields: dict[str, Any],
+    state: str | None = None,
+    quotas: dict[GpuModel, GpuEqInput] | None = None,
+) -> Tenant:
+    """An admin's combined edit (the API's PATCH): fields, then quotas, then the state change,
+    all or nothing. Each part records its own audit event."""
+    if fields:
+        tenant = tenant_update(actor=actor, tenant=tenant, **fields)
+    for gpu_model, amount in (quotas or {}).items():
+        quota_set(actor=actor, tenant=tenant, gpu_model=gpu_model, gpu_eq=amount)
+    if state is not None and state != tenant.state:
+        if state not in _STATE_TO_ACTION:
+            raise ValidationFailed(
+                f"state: unknown state {state!r}.", fields={"state": ["Unknown."]}
+            )
+        tenant = tenant_change_state(
+            actor=actor, tenant=tenant, action=_STATE_TO_ACTION[TenantState(state)]
+        )
+    return tenant

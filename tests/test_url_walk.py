@@ -12,9 +12,10 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from portal.accounts.services import user_create
+from portal.catalog.services import offering_create
 from tenants.models import MemberRole
 from tenants.services import membership_set, quota_request_create
-from tests.tenants.factories import a100
+from tests.tenants.factories import a100, mig_backend
 
 PERSONAS = ("anonymous", "developer", "lead", "outsider", "finance_user", "admin_user")
 
@@ -43,6 +44,18 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "audit": ("get", "", (302, 200, 200, 200, 200, 200)),
     "api:me": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:audit-events": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:tenants": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:tenant": ("get", "tenant", (401, 200, 200, 404, 200, 200)),
+    "api:members": ("get", "tenant", (401, 200, 200, 404, 200, 200)),
+    "api:member": ("delete", "api_member", (401, 403, 204, 404, 403, 204)),
+    "api:quota-requests": ("get", "tenant", (401, 403, 200, 404, 200, 200)),
+    "api:quota-request-approve": ("post", "quota_request", (401, 403, 403, 404, 403, 200)),
+    # after the admin's approval above, the request is decided: 409
+    "api:quota-request-reject": ("post", "quota_request", (401, 403, 403, 404, 403, 409)),
+    "api:gpu-models": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:gpu-model": ("get", "gpu_model", (401, 200, 200, 200, 200, 200)),
+    "api:offerings": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:offering": ("get", "offering", (401, 200, 200, 200, 200, 200)),
     # The schema and its docs describe the API, not anyone's data: public.
     "api-schema": ("get", "", (200, 200, 200, 200, 200, 200)),
     "api-docs": ("get", "", (200, 200, 200, 200, 200, 200)),
@@ -76,8 +89,15 @@ def walk_kwargs(
     tenant_a, developer, lead, outsider, finance_user, admin_user
 ) -> dict[str, dict[str, Any]]:
     model = a100(admin_user)
+    offering = offering_create(
+        actor=admin_user, slug="a100-mig-1g", name="A100 1g.10gb", gpu_model=model,
+        backend=mig_backend(admin_user), size="1g.10gb",
+        resources={"nvidia.com/mig-1g.10gb": "1"}, gpu_eq="1/7",
+    )  # fmt: skip
     walker = user_create(actor=None, username="walker")
     membership_set(actor=None, tenant=tenant_a, user=walker, role=MemberRole.DEVELOPER)
+    api_walker = user_create(actor=None, username="api-walker")
+    membership_set(actor=None, tenant=tenant_a, user=api_walker, role=MemberRole.DEVELOPER)
     quota_request = quota_request_create(
         actor=lead, tenant=tenant_a, gpu_model=model, amount=1, reason="walk"
     )
@@ -85,8 +105,10 @@ def walk_kwargs(
         "": {},
         "tenant": {"slug": tenant_a.slug},
         "member": {"slug": tenant_a.slug, "username": walker.username},
+        "api_member": {"slug": tenant_a.slug, "username": api_walker.username},
         "quota_request": {"slug": tenant_a.slug, "pk": quota_request.pk},
         "gpu_model": {"slug": model.slug},
+        "offering": {"slug": offering.slug},
     }
 
 

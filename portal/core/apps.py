@@ -7,6 +7,6 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self) -> None:
-        from portal.core import metrics
+        from portal.core import metrics, schema  # noqa: F401  (schema registers extensions)
 
         metrics.connect()

@@ -1,0 +1,124 @@
+"""`gpu-models/` and `offerings/`: everyone signed in reads the catalog; admins change it."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.mixins import ListModelMixin
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from portal.accounts.models import User
+from portal.catalog import services
+from portal.catalog.models import GpuModel, Offering
+from portal.catalog.serializers import GpuModelSerializer, OfferingSerializer
+from portal.core.errors import NotFound, PermissionDenied
+
+
+def _admin(request: Request) -> User:
+    user: User = request.user  # type: ignore[assignment]
+    if not user.is_portal_admin:
+        raise PermissionDenied("Only admins change the catalog.")
+    return user
+
+
+class GpuModelList(ListModelMixin, GenericAPIView[GpuModel]):
+    """GPU models: list (everyone signed in), create (admins)."""
+
+    serializer_class = GpuModelSerializer
+    queryset = GpuModel.objects.all()
+
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def post(self, request: Request) -> Response:
+        actor = _admin(request)
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        gpu_model = services.gpu_model_create(actor=actor, **serializer.validated_data)
+        return Response(self.get_serializer(gpu_model).data, status=status.HTTP_201_CREATED)
+
+
+class GpuModelDetail(GenericAPIView[GpuModel]):
+    """One GPU model: read (everyone signed in), change (admins)."""
+
+    serializer_class = GpuModelSerializer
+    queryset = GpuModel.objects.all()
+    lookup_field = "slug"
+
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(self.get_serializer(self.get_object()).data)
+
+    def patch(self, request: Request, slug: str) -> Response:
+        actor = _admin(request)
+        gpu_model = self.get_object()
+        serializer = self.get_serializer(gpu_model, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        gpu_model = services.gpu_model_update(
+            actor=actor, gpu_model=gpu_model, **serializer.validated_data
+        )
+        return Response(self.get_serializer(gpu_model).data)
+
+
+OFFERING_FILTERS = [
+    OpenApiParameter("gpu_model", OpenApiTypes.STR, description="GPU model slug"),
+    OpenApiParameter("backend", OpenApiTypes.STR, description="sharing backend slug"),
+    OpenApiParameter("enabled", OpenApiTypes.BOOL),
+]
+
+
+class OfferingList(ListModelMixin, GenericAPIView[Offering]):
+    """Offerings with their Kubernetes resources and exact GPU-eq per unit."""
+
+    serializer_class = OfferingSerializer
+
+    def get_queryset(self) -> QuerySet[Offering]:
+        offerings = Offering.objects.select_related("gpu_model", "backend")
+        params = self.request.query_params
+        if params.get("gpu_model"):
+            offerings = offerings.filter(gpu_model__slug=params["gpu_model"])
+        if params.get("backend"):
+            offerings = offerings.filter(backend__slug=params["backend"])
+        if params.get("enabled") in ("true", "false"):
+            offerings = offerings.filter(enabled=params["enabled"] == "true")
+        return offerings
+
+    @extend_schema(parameters=OFFERING_FILTERS)
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def post(self, request: Request) -> Response:
+        actor = _admin(request)
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        offering = services.offering_create(actor=actor, **serializer.validated_data)
+        return Response(self.get_serializer(offering).data, status=status.HTTP_201_CREATED)
+
+
+class OfferingDetail(GenericAPIView[Offering]):
+    serializer_class = OfferingSerializer
+    queryset = Offering.objects.select_related("gpu_model", "backend")
+    lookup_field = "slug"
+
+    def get_object(self) -> Offering:
+        offering = self.get_queryset().filter(slug=self.kwargs["slug"]).first()
+        if offering is None:
+            raise NotFound(f"There is no offering {self.kwargs['slug']!r}.")
+        return offering
+
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(self.get_serializer(self.get_object()).data)
+
+    def patch(self, request: Request, slug: str) -> Response:
+        actor = _admin(request)
+        offering = self.get_object()
+        serializer = self.get_serializer(offering, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        fields: dict[str, Any] = dict(serializer.validated_data)
+        offering = services.offering_update(actor=actor, offering=offering, **fields)
+        return Response(self.get_serializer(offering).data)

@@ -1,0 +1,80 @@
+from fractions import Fraction
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from portal.catalog.gpu_eq import GpuEqError, gpu_eq_display, gpu_eq_parse
+from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
+
+
+@extend_schema_field(
+    {"type": "string", "example": "1/7", "description": "exact GPU-eq: 3, 0.25 or 1/7"}
+)
+class GpuEqField(serializers.Field):  # type: ignore[type-arg]
+    """An exact GPU-eq: written as `"1/7"`, `"0.25"` or `3`; read as the exact string."""
+
+    default_error_messages = {"invalid": "{reason}."}
+
+    def to_representation(self, value: Fraction) -> str:
+        return str(value)
+
+    def to_internal_value(self, data: Any) -> Fraction:
+        if isinstance(data, bool) or not isinstance(data, str | int):
+            self.fail("invalid", reason="give a string such as 1/7 or 0.25, or a whole number")
+        try:
+            return gpu_eq_parse(data)
+        except GpuEqError as error:
+            self.fail("invalid", reason=str(error).capitalize())
+            raise  # unreachable: fail() raises
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class GpuEqDisplayField(serializers.Field):  # type: ignore[type-arg]
+    """The same value rounded for people, read-only."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value: Fraction) -> str:
+        return gpu_eq_display(value)
+
+
+class GpuModelSerializer(serializers.ModelSerializer[GpuModel]):
+    class Meta:
+        model = GpuModel
+        fields = (
+            "slug", "name", "vendor", "memory_mib", "node_label_key", "node_label_value", "enabled",
+        )  # fmt: skip
+
+
+class OfferingSerializer(serializers.ModelSerializer[Offering]):
+    gpu_model = serializers.SlugRelatedField(slug_field="slug", queryset=GpuModel.objects.all())
+    backend = serializers.SlugRelatedField(slug_field="slug", queryset=SharingBackend.objects.all())
+    gpu_eq = GpuEqField()
+    gpu_eq_display = GpuEqDisplayField(source="gpu_eq")
+    resources = serializers.DictField(child=serializers.CharField())
+    annotations = serializers.DictField(child=serializers.CharField(), required=False)
+
+    class Meta:
+        model = Offering
+        fields = (
+            "slug", "name", "gpu_model", "backend", "size", "whole", "resources", "annotations",
+            "gpu_eq", "gpu_eq_display", "max_units_per_workload", "enabled",
+        )  # fmt: skip
+
+
+class SharingBackendSerializer(serializers.ModelSerializer[SharingBackend]):
+    class Meta:
+        model = SharingBackend
+        fields = ("slug", "name", "description", "memory_isolation")
+
+
+class GpuPoolSerializer(serializers.ModelSerializer[GpuPool]):
+    gpu_model = serializers.SlugRelatedField(slug_field="slug", read_only=True)  # type: ignore[var-annotated]
+    backend = serializers.SlugRelatedField(slug_field="slug", read_only=True)  # type: ignore[var-annotated]
+
+    class Meta:
+        model = GpuPool
+        fields = ("cluster", "name", "gpu_model", "backend", "node_count", "gpus_per_node")

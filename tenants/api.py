@@ -1,0 +1,201 @@
+"""`tenants/`, `tenants/{slug}/members/`, `tenants/{slug}/quota-requests/` (API.md).
+
+Every lookup goes through tenants.access: an invisible tenant answers 404, a visible one the
+caller may not act on answers 403. Every write is one service call.
+"""
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.mixins import ListModelMixin
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from portal.accounts.models import User
+from portal.core.errors import NotFound, PermissionDenied
+from tenants import services
+from tenants.access import Access, role_in, tenant_for
+from tenants.models import MemberRole, Membership, QuotaRequest, Tenant, TenantState
+from tenants.selectors import quota_lines_for, quota_requests_for, tenants_visible_to
+from tenants.serializers import (
+    DecisionSerializer,
+    MemberInputSerializer,
+    MembershipSerializer,
+    QuotaRequestInputSerializer,
+    QuotaRequestSerializer,
+    TenantCreateSerializer,
+    TenantPatchSerializer,
+    TenantSerializer,
+)
+
+
+def _user(request: Request) -> User:
+    return request.user  # type: ignore[return-value]
+
+
+def _tenant_response(tenant: Tenant, *, status_code: int = status.HTTP_200_OK) -> Response:
+    context = {"quota_lines": quota_lines_for([tenant.pk])}
+    return Response(TenantSerializer(tenant, context=context).data, status=status_code)
+
+
+class TenantList(ListModelMixin, GenericAPIView[Tenant]):
+    """Tenants the caller may see, with quotas and remaining GPU-eq per model; admins create."""
+
+    serializer_class = TenantSerializer
+
+    def get_queryset(self) -> QuerySet[Tenant]:
+        tenants = tenants_visible_to(_user(self.request)).order_by("slug")
+        params = self.request.query_params
+        if params.get("state") in TenantState.values:
+            tenants = tenants.filter(state=params["state"])
+        if params.get("search"):
+            term = params["search"]
+            tenants = tenants.filter(Q(slug__icontains=term) | Q(name__icontains=term))
+        return tenants
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("state", OpenApiTypes.STR, enum=TenantState.values),
+            OpenApiParameter("search", OpenApiTypes.STR, description="in slug or name"),
+        ]
+    )
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset()) or []
+        context = {"quota_lines": quota_lines_for(tenant.pk for tenant in page)}
+        return self.get_paginated_response(TenantSerializer(page, many=True, context=context).data)
+
+    @extend_schema(request=TenantCreateSerializer, responses={201: TenantSerializer})
+    def post(self, request: Request) -> Response:
+        user = _user(request)
+        if not user.is_portal_admin:
+            raise PermissionDenied("Only admins create tenants.")
+        serializer = TenantCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        tenant = services.tenant_create(actor=user, **serializer.validated_data)
+        return _tenant_response(tenant, status_code=status.HTTP_201_CREATED)
+
+
+class TenantDetail(GenericAPIView[Tenant]):
+    """One tenant; admins change its fields, state and quotas (all or nothing)."""
+
+    serializer_class = TenantSerializer
+
+    def get(self, request: Request, slug: str) -> Response:
+        return _tenant_response(tenant_for(_user(request), slug))
+
+    @extend_schema(request=TenantPatchSerializer, responses=TenantSerializer)
+    def patch(self, request: Request, slug: str) -> Response:
+        user = _user(request)
+        tenant = tenant_for(user, slug, Access.ADMIN)
+        serializer = TenantPatchSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        fields: dict[str, Any] = dict(serializer.validated_data)
+        state = fields.pop("state", None)
+        quotas = fields.pop("quotas", None)
+        tenant = services.tenant_apply_changes(
+            actor=user, tenant=tenant, fields=fields, state=state, quotas=quotas
+        )
+        return _tenant_response(tenant)
+
+
+class MemberList(ListModelMixin, GenericAPIView[Membership]):
+    """A tenant's members (those who see it); its leads and admins add or change them."""
+
+    serializer_class = MembershipSerializer
+
+    def get(self, request: Request, slug: str) -> Response:
+        tenant = tenant_for(_user(request), slug)
+        members = tenant.memberships.select_related("user").order_by("user__username")
+        page = self.paginate_queryset(members)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(request=MemberInputSerializer, responses={200: MembershipSerializer})
+    def post(self, request: Request, slug: str) -> Response:
+        actor = _user(request)
+        tenant = tenant_for(actor, slug, Access.LEAD)
+        serializer = MemberInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        username = serializer.validated_data["username"]
+        user = User.objects.filter(username=username, is_active=True).first()
+        if user is None:
+            raise NotFound(f"There is no active user {username!r}.")
+        membership = services.membership_set(
+            actor=actor,
+            tenant=tenant,
+            user=user,
+            role=MemberRole(serializer.validated_data["role"]),
+        )
+        return Response(self.get_serializer(membership).data)
+
+
+class MemberDetail(GenericAPIView[Membership]):
+    serializer_class = MembershipSerializer
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, slug: str, username: str) -> Response:
+        actor = _user(request)
+        tenant = tenant_for(actor, slug, Access.LEAD)
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            raise NotFound(f"{username} is not a member of {slug}.")
+        services.membership_remove(actor=actor, tenant=tenant, user=user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class QuotaRequestList(ListModelMixin, GenericAPIView[QuotaRequest]):
+    """A tenant's quota-increase requests: its leads ask; leads, finance and admins read."""
+
+    serializer_class = QuotaRequestSerializer
+
+    def get(self, request: Request, slug: str) -> Response:
+        user = _user(request)
+        tenant = tenant_for(user, slug)
+        if not (user.sees_all_tenants or role_in(user, tenant) == MemberRole.LEAD):
+            raise PermissionDenied(
+                "Only the tenant's leads, finance and admins see its quota requests."
+            )
+        page = self.paginate_queryset(quota_requests_for(tenant))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(request=QuotaRequestInputSerializer, responses={201: QuotaRequestSerializer})
+    def post(self, request: Request, slug: str) -> Response:
+        user = _user(request)
+        tenant = tenant_for(user, slug)
+        if role_in(user, tenant) != MemberRole.LEAD:
+            raise PermissionDenied("Only the tenant's leads ask for more quota.")
+        serializer = QuotaRequestInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        quota_request = services.quota_request_create(
+            actor=user, tenant=tenant, **serializer.validated_data
+        )
+        return Response(self.get_serializer(quota_request).data, status=status.HTTP_201_CREATED)
+
+
+class QuotaRequestDecision(GenericAPIView[QuotaRequest]):
+    """Approve or reject a pending quota request (admins); a decided one answers 409."""
+
+    serializer_class = QuotaRequestSerializer
+    decision = "approve"
+
+    @extend_schema(request=DecisionSerializer, responses=QuotaRequestSerializer)
+    def post(self, request: Request, slug: str, pk: int) -> Response:
+        user = _user(request)
+        tenant = tenant_for(user, slug, Access.ADMIN)
+        quota_request = QuotaRequest.objects.filter(pk=pk, tenant=tenant).first()
+        if quota_request is None:
+            raise NotFound(f"There is no quota request {pk} in {slug}.")
+        serializer = DecisionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        decide = (
+            services.quota_request_approve
+            if self.decision == "approve"
+            else services.quota_request_reject
+        )
+        decided = decide(
+            actor=user, quota_request=quota_request, comment=serializer.validated_data["comment"]
+        )
+        return Response(self.get_serializer(decided).data)

@@ -1,0 +1,116 @@
+from typing import Any
+
+from rest_framework import serializers
+
+from portal.catalog.models import GpuModel
+from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
+from tenants.models import MemberRole, Membership, QuotaRequest, Tenant, TenantState
+from tenants.selectors import QuotaLine
+
+POLICY_FIELDS = (
+    "auto_approve_gpu_eq", "auto_approve_hours", "default_duration_hours", "max_duration_hours",
+    "cpu_cores_quota", "memory_gib_quota", "storage_gib_quota",
+)  # fmt: skip
+
+
+class QuotaLineSerializer(serializers.Serializer[QuotaLine]):
+    gpu_model = serializers.CharField(source="gpu_model.slug")
+    quota = GpuEqField()
+    used = GpuEqField()
+    remaining = GpuEqField()
+    remaining_display = GpuEqDisplayField(source="remaining")
+
+
+class TenantSerializer(serializers.ModelSerializer[Tenant]):
+    """A tenant with its policy and, per GPU model, quota, used and remaining GPU-eq."""
+
+    auto_approve_gpu_eq = GpuEqField()
+    namespace = serializers.CharField(read_only=True)
+    quotas = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Tenant
+        fields = ("slug", "name", "cost_centre", "state", "namespace", *POLICY_FIELDS, "quotas",
+                  "created_at", "updated_at")  # fmt: skip
+        read_only_fields = ("state", "created_at", "updated_at")
+
+    def get_quotas(self, tenant: Tenant) -> list[dict[str, Any]]:
+        lines: dict[int, list[QuotaLine]] = self.context["quota_lines"]
+        return QuotaLineSerializer(lines.get(tenant.pk, []), many=True).data  # type: ignore[arg-type,return-value]
+
+
+class TenantCreateSerializer(serializers.Serializer[Tenant]):
+    slug = serializers.CharField(max_length=61)
+    name = serializers.CharField(max_length=200)
+    cost_centre = serializers.CharField(max_length=64, required=False, default="")
+    auto_approve_gpu_eq = GpuEqField(required=False)
+    auto_approve_hours = serializers.IntegerField(min_value=0, required=False)
+    default_duration_hours = serializers.IntegerField(min_value=1, required=False)
+    max_duration_hours = serializers.IntegerField(min_value=1, required=False)
+    cpu_cores_quota = serializers.IntegerField(min_value=0, required=False)
+    memory_gib_quota = serializers.IntegerField(min_value=0, required=False)
+    storage_gib_quota = serializers.IntegerField(min_value=0, required=False)
+
+
+class TenantPatchSerializer(serializers.Serializer[Tenant]):
+    """Any subset of the editable fields, a new `state`, and `quotas` by GPU model slug."""
+
+    name = serializers.CharField(max_length=200, required=False)
+    cost_centre = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    auto_approve_gpu_eq = GpuEqField(required=False)
+    auto_approve_hours = serializers.IntegerField(min_value=0, required=False)
+    default_duration_hours = serializers.IntegerField(min_value=1, required=False)
+    max_duration_hours = serializers.IntegerField(min_value=1, required=False)
+    cpu_cores_quota = serializers.IntegerField(min_value=0, required=False)
+    memory_gib_quota = serializers.IntegerField(min_value=0, required=False)
+    storage_gib_quota = serializers.IntegerField(min_value=0, required=False)
+    state = serializers.ChoiceField(choices=TenantState.choices, required=False)
+    quotas = serializers.DictField(child=GpuEqField(), required=False)
+
+    def validate_quotas(self, value: dict[str, Any]) -> dict[GpuModel, Any]:
+        models = GpuModel.objects.in_bulk(list(value), field_name="slug")
+        unknown = sorted(set(value) - set(models))
+        if unknown:
+            raise serializers.ValidationError(f"Unknown GPU models: {', '.join(unknown)}.")
+        return {models[slug]: amount for slug, amount in value.items()}
+
+
+class MembershipSerializer(serializers.ModelSerializer[Membership]):
+    username = serializers.CharField(source="user.username", read_only=True)
+    full_name = serializers.CharField(source="user.get_full_name", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ("username", "full_name", "role", "created_at")
+
+
+class MemberInputSerializer(serializers.Serializer[Membership]):
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=MemberRole.choices)
+
+
+class QuotaRequestSerializer(serializers.ModelSerializer[QuotaRequest]):
+    gpu_model = serializers.SlugRelatedField(slug_field="slug", read_only=True)  # type: ignore[var-annotated]
+    amount = GpuEqField()
+    amount_display = GpuEqDisplayField(source="amount")
+    requested_by = serializers.CharField(source="requested_by.username", read_only=True)
+    decided_by = serializers.CharField(
+        source="decided_by.username", read_only=True, allow_null=True, default=None
+    )
+
+    class Meta:
+        model = QuotaRequest
+        fields = ("id", "gpu_model", "amount", "amount_display", "reason", "requested_by", "state",
+                  "decided_by", "decision_comment", "created_at", "decided_at")  # fmt: skip
+
+
+class QuotaRequestInputSerializer(serializers.Serializer[QuotaRequest]):
+    gpu_model = serializers.SlugRelatedField(
+        slug_field="slug", queryset=GpuModel.objects.filter(enabled=True)
+    )
+    amount = GpuEqField()
+    reason = serializers.CharField()
+
+
+class DecisionSerializer(serializers.Serializer[QuotaRequest]):
+    comment = serializers.CharField(required=False, allow_blank=True, default="")
