@@ -1,6 +1,15 @@
-from django.urls import URLPattern
+from django.urls import path
+
+from portal.catalog import views
 
 app_name = "catalog"
 
-# Catalog management pages (admins): see portal/catalog/views.py.
-urlpatterns: list[URLPattern] = []
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("models/new/", views.model_create, name="model-create"),
+    path("models/<slug:slug>/edit/", views.model_edit, name="model-edit"),
+    path("backends/new/", views.backend_create, name="backend-create"),
+    path("offerings/new/", views.offering_create, name="offering-create"),
+    path("offerings/<slug:slug>/edit/", views.offering_edit, name="offering-edit"),
+    path("pools/new/", views.pool_create, name="pool-create"),
+]

@@ -11,6 +11,7 @@ NAVIGATION = [
     ("Chargeback", "tenants:finance", {"finance", "admin"}),
     ("Tenants", "tenants:manage", {"admin"}),
     ("Quota requests", "tenants:quota-queue", {"admin"}),
+    ("Catalog", "catalog:overview", {"admin"}),
     ("Audit log", "audit", {"developer", "lead", "finance", "admin"}),
 ]
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.browser
         (
             "admin_user",
             "Tenants",
-            ["My workspace", "Chargeback", "Tenants", "Quota requests", "Audit log"],
+            ["My workspace", "Chargeback", "Tenants", "Quota requests", "Catalog", "Audit log"],
         ),
     ],
 )

@@ -1,0 +1,84 @@
+"""Forms for the catalog pages. They parse; the catalog services validate and write."""
+
+from typing import Any
+
+from django import forms
+
+from portal.catalog.models import GpuModel, SharingBackend
+
+
+class KeyValueLinesField(forms.CharField):
+    """`name=value` lines, one per line, as a dict (order kept)."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def to_python(self, value: Any) -> dict[str, str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        pairs: dict[str, str] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, equals, item = line.partition("=")
+            if not equals or not name.strip() or not item.strip():
+                raise forms.ValidationError(f"Line {number} is not name=value: {line.strip()!r}.")
+            pairs[name.strip()] = item.strip()
+        return pairs
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return "\n".join(f"{name}={item}" for name, item in value.items())
+        return value
+
+
+class GpuModelForm(forms.Form):
+    slug = forms.CharField(max_length=61)
+    name = forms.CharField(max_length=100)
+    vendor = forms.CharField(max_length=32, initial="NVIDIA")
+    memory_mib = forms.IntegerField(label="Memory (MiB)", min_value=1)
+    node_label_key = forms.CharField(max_length=253, initial="nvidia.com/gpu.product")
+    node_label_value = forms.CharField(
+        max_length=63, help_text="As GPU feature discovery writes it, e.g. NVIDIA-A100-SXM4-80GB"
+    )
+    enabled = forms.BooleanField(required=False, initial=True)
+
+
+class SharingBackendForm(forms.Form):
+    slug = forms.CharField(max_length=61)
+    name = forms.CharField(max_length=100)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    memory_isolation = forms.BooleanField(required=False)
+
+
+class OfferingForm(forms.Form):
+    slug = forms.CharField(max_length=61)
+    name = forms.CharField(max_length=100)
+    gpu_model = forms.ModelChoiceField(
+        queryset=GpuModel.objects.all(), to_field_name="slug", label="GPU model"
+    )
+    backend = forms.ModelChoiceField(
+        queryset=SharingBackend.objects.all(), to_field_name="slug", label="Sharing backend"
+    )
+    size = forms.CharField(max_length=32, help_text="As people say it: 1 GPU, 1g.10gb, 1/4")
+    whole = forms.BooleanField(required=False, help_text="One unit is one or more whole GPUs")
+    resources = KeyValueLinesField(
+        help_text="One extended resource per line: nvidia.com/mig-1g.10gb=1"
+    )
+    annotations = KeyValueLinesField(
+        required=False, help_text="Pod annotations, one per line: nvidia.com/use-gputype=A100"
+    )
+    gpu_eq = forms.CharField(label="GPU-eq per unit", help_text="Exact: 1, 0.25 or 1/7")
+    max_units_per_workload = forms.IntegerField(min_value=1, required=False)
+    enabled = forms.BooleanField(required=False, initial=True)
+
+
+class GpuPoolForm(forms.Form):
+    cluster = forms.CharField(max_length=63, initial="default")
+    name = forms.CharField(max_length=63)
+    gpu_model = forms.ModelChoiceField(
+        queryset=GpuModel.objects.all(), to_field_name="slug", label="GPU model"
+    )
+    backend = forms.ModelChoiceField(
+        queryset=SharingBackend.objects.all(), to_field_name="slug", label="Sharing backend"
+    )
+    node_count = forms.IntegerField(min_value=0, initial=0)
+    gpus_per_node = forms.IntegerField(min_value=1, initial=8)

@@ -1,0 +1,138 @@
+"""Catalog management pages, for admins only: every other persona gets 404."""
+
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+
+from portal.catalog import services
+from portal.catalog.forms import GpuModelForm, GpuPoolForm, OfferingForm, SharingBackendForm
+from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
+from portal.core.errors import ApplicationError
+from portal.core.http import AuthenticatedHttpRequest
+from portal.core.pages import form_add_error
+
+
+def _require_admin(request: AuthenticatedHttpRequest) -> None:
+    if not request.user.is_portal_admin:
+        raise Http404
+
+
+@login_required
+def overview(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """GPU models, sharing backends, offerings and pools, in four queries."""
+    _require_admin(request)
+    return render(
+        request,
+        "catalog/overview.html",
+        {
+            "models": GpuModel.objects.all(),
+            "backends": SharingBackend.objects.all(),
+            "offerings": Offering.objects.select_related("gpu_model", "backend"),
+            "pools": GpuPool.objects.select_related("gpu_model", "backend"),
+        },
+    )
+
+
+def _form_page(
+    request: AuthenticatedHttpRequest,
+    *,
+    form: forms.Form,
+    title: str,
+    save: Callable[[dict[str, Any]], Any],
+) -> HttpResponse:
+    """Show `form`; on a valid post call `save` (one service) and go back to the overview."""
+    if request.method == "POST" and form.is_valid():
+        try:
+            saved = save(form.cleaned_data)
+        except ApplicationError as error:
+            form_add_error(form, error)
+        else:
+            messages.success(request, f"{title}: {saved} is saved.")
+            return redirect("catalog:overview")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "catalog/form.html", {"form": form, "title": title}, status=status)
+
+
+@login_required
+def model_create(request: AuthenticatedHttpRequest) -> HttpResponse:
+    _require_admin(request)
+    return _form_page(
+        request,
+        form=GpuModelForm(request.POST or None),
+        title="New GPU model",
+        save=lambda data: services.gpu_model_create(actor=request.user, **data),
+    )
+
+
+def _initial(instance: Any, form_class: type[forms.Form]) -> dict[str, Any]:
+    return {name: getattr(instance, name) for name in form_class.base_fields}
+
+
+@login_required
+def model_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    _require_admin(request)
+    gpu_model = GpuModel.objects.filter(slug=slug).first()
+    if gpu_model is None:
+        raise Http404
+    return _form_page(
+        request,
+        form=GpuModelForm(request.POST or None, initial=_initial(gpu_model, GpuModelForm)),
+        title=f"Edit {gpu_model.name}",
+        save=lambda data: services.gpu_model_update(
+            actor=request.user, gpu_model=gpu_model, **data
+        ),
+    )
+
+
+@login_required
+def backend_create(request: AuthenticatedHttpRequest) -> HttpResponse:
+    _require_admin(request)
+    return _form_page(
+        request,
+        form=SharingBackendForm(request.POST or None),
+        title="New sharing backend",
+        save=lambda data: services.sharing_backend_create(actor=request.user, **data),
+    )
+
+
+@login_required
+def offering_create(request: AuthenticatedHttpRequest) -> HttpResponse:
+    _require_admin(request)
+    return _form_page(
+        request,
+        form=OfferingForm(request.POST or None),
+        title="New offering",
+        save=lambda data: services.offering_create(actor=request.user, **data),
+    )
+
+
+@login_required
+def offering_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    _require_admin(request)
+    offering = Offering.objects.filter(slug=slug).first()
+    if offering is None:
+        raise Http404
+    initial = _initial(offering, OfferingForm)
+    initial["gpu_eq"] = str(offering.gpu_eq)
+    return _form_page(
+        request,
+        form=OfferingForm(request.POST or None, initial=initial),
+        title=f"Edit {offering.name}",
+        save=lambda data: services.offering_update(actor=request.user, offering=offering, **data),
+    )
+
+
+@login_required
+def pool_create(request: AuthenticatedHttpRequest) -> HttpResponse:
+    _require_admin(request)
+    return _form_page(
+        request,
+        form=GpuPoolForm(request.POST or None),
+        title="New GPU pool",
+        save=lambda data: services.gpu_pool_create(actor=request.user, **data),
+    )
