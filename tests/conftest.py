@@ -240,3 +240,29 @@ def oidc_provider() -> Iterator[str]:
 
     with run_server_in_thread(port=0) as server:
         yield f"http://localhost:{server.server_port}"
+
+
+# The closing summary: which real services the passing tests used.
+
+REAL_SERVICES = {
+    "PostgreSQL": {"db", "transactional_db", "live_server"},
+    "Redis + a Celery worker": {"celery_worker"},
+    "Prometheus (DCGM-like exporter)": {"dcgm_exporter"},
+    "Chromium (Playwright)": {"page"},
+    "OpenID Connect provider": {"oidc_provider"},
+}
+_fixtures_by_test: dict[str, set[str]] = {}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        _fixtures_by_test[item.nodeid] = set(getattr(item, "fixturenames", ()))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    passed = [report.nodeid for report in terminalreporter.stats.get("passed", [])]
+    terminalreporter.section("real services used by passing tests")
+    for service, fixtures in REAL_SERVICES.items():
+        users = [nodeid for nodeid in passed if _fixtures_by_test.get(nodeid, set()) & fixtures]
+        example = f", e.g. {users[0]}" if users else ""
+        terminalreporter.write_line(f"{service}: {len(users)} tests{example}")

@@ -78,7 +78,7 @@ class Offering(models.Model):
     enabled = models.BooleanField(default=True)
 
     class Meta:
-        ordering = ["gpu_model__name", "-whole", "-gpu_eq_num", "slug"]
+        ordering = ["gpu_model__name", "-whole", "backend__name", "slug"]
         constraints = gpu_eq_constraints("gpu_eq", model="offering")
 
     def __str__(self) -> str:

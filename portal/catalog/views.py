@@ -1,5 +1,6 @@
 """Catalog management pages, for admins only: every other persona gets 404."""
 
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -26,14 +27,23 @@ def _require_admin(request: AuthenticatedHttpRequest) -> None:
 def overview(request: AuthenticatedHttpRequest) -> HttpResponse:
     """GPU models, sharing backends, offerings and pools, in four queries."""
     _require_admin(request)
+    offerings = list(Offering.objects.select_related("gpu_model", "backend"))
+    # A pool serves the offerings of its GPU model and sharing backend.
+    served: dict[tuple[int, int], list[Offering]] = defaultdict(list)
+    for offering in offerings:
+        served[offering.gpu_model_id, offering.backend_id].append(offering)
+    pools = [
+        (pool, served[pool.gpu_model_id, pool.backend_id])
+        for pool in GpuPool.objects.select_related("gpu_model", "backend")
+    ]
     return render(
         request,
         "catalog/overview.html",
         {
             "models": GpuModel.objects.all(),
             "backends": SharingBackend.objects.all(),
-            "offerings": Offering.objects.select_related("gpu_model", "backend"),
-            "pools": GpuPool.objects.select_related("gpu_model", "backend"),
+            "offerings": offerings,
+            "pools": pools,
         },
     )
 

@@ -108,3 +108,19 @@ def test_the_overview_runs_a_bounded_number_of_queries(
 
     assert empty.status_code == full.status_code == 200
     assert full.text.count('data-testid="offering-') == Offering.objects.count()
+
+
+def test_pools_show_the_offerings_they_serve(client_for, admin_user, presets) -> None:
+    from portal.catalog.models import GpuModel, SharingBackend  # noqa: PLC0415
+    from portal.catalog.services import gpu_pool_create  # noqa: PLC0415
+
+    gpu_pool_create(
+        actor=admin_user, cluster="prod", name="a100-mig",
+        gpu_model=GpuModel.objects.get(slug="a100-80gb"),
+        backend=SharingBackend.objects.get(slug="mig"),
+    )  # fmt: skip
+
+    response = client_for(admin_user).get("/manage/catalog/")
+
+    row = response.text.split('data-testid="pool-a100-mig"')[1].split("</tr>")[0]
+    assert "1g.10gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb" in row
