@@ -39,10 +39,9 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
         return QuotaLineSerializer(lines.get(tenant.pk, []), many=True).data  # type: ignore[arg-type,return-value]
 
 
-class TenantCreateSerializer(serializers.Serializer[Tenant]):
-    slug = serializers.CharField(max_length=61)
-    name = serializers.CharField(max_length=200)
-    cost_centre = serializers.CharField(max_length=64, required=False, default="")
+class TenantPolicySerializer(serializers.Serializer[Tenant]):
+    """The policy fields, each optional: unset ones keep their default or current value."""
+
     auto_approve_gpu_eq = GpuEqField(required=False)
     auto_approve_hours = serializers.IntegerField(min_value=0, required=False)
     default_duration_hours = serializers.IntegerField(min_value=1, required=False)
@@ -52,18 +51,17 @@ class TenantCreateSerializer(serializers.Serializer[Tenant]):
     storage_gib_quota = serializers.IntegerField(min_value=0, required=False)
 
 
-class TenantPatchSerializer(serializers.Serializer[Tenant]):
+class TenantCreateSerializer(TenantPolicySerializer):
+    slug = serializers.CharField(max_length=61)
+    name = serializers.CharField(max_length=200)
+    cost_centre = serializers.CharField(max_length=64, required=False, default="")
+
+
+class TenantPatchSerializer(TenantPolicySerializer):
     """Any subset of the editable fields, a new `state`, and `quotas` by GPU model slug."""
 
     name = serializers.CharField(max_length=200, required=False)
     cost_centre = serializers.CharField(max_length=64, required=False, allow_blank=True)
-    auto_approve_gpu_eq = GpuEqField(required=False)
-    auto_approve_hours = serializers.IntegerField(min_value=0, required=False)
-    default_duration_hours = serializers.IntegerField(min_value=1, required=False)
-    max_duration_hours = serializers.IntegerField(min_value=1, required=False)
-    cpu_cores_quota = serializers.IntegerField(min_value=0, required=False)
-    memory_gib_quota = serializers.IntegerField(min_value=0, required=False)
-    storage_gib_quota = serializers.IntegerField(min_value=0, required=False)
     state = serializers.ChoiceField(choices=TenantState.choices, required=False)
     quotas = serializers.DictField(child=GpuEqField(), required=False)
 

@@ -1,5 +1,6 @@
 """`gpu-models/` and `offerings/`: everyone signed in reads the catalog; admins change it."""
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
@@ -25,11 +26,10 @@ def _admin(request: Request) -> User:
     return user
 
 
-class GpuModelList(ListModelMixin, GenericAPIView[GpuModel]):
-    """GPU models: list (everyone signed in), create (admins)."""
+class _CatalogList[M: (GpuModel, Offering)](ListModelMixin, GenericAPIView[M]):
+    """List (everyone signed in) and create (admins, through `create`, one catalog service)."""
 
-    serializer_class = GpuModelSerializer
-    queryset = GpuModel.objects.all()
+    create: Callable[..., M]
 
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
@@ -39,8 +39,16 @@ class GpuModelList(ListModelMixin, GenericAPIView[GpuModel]):
         actor = _admin(request)
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        gpu_model = services.gpu_model_create(actor=actor, **serializer.validated_data)
-        return Response(self.get_serializer(gpu_model).data, status=status.HTTP_201_CREATED)
+        created = type(self).create(actor=actor, **serializer.validated_data)
+        return Response(self.get_serializer(created).data, status=status.HTTP_201_CREATED)
+
+
+class GpuModelList(_CatalogList[GpuModel]):
+    """GPU models: list (everyone signed in), create (admins)."""
+
+    serializer_class = GpuModelSerializer
+    queryset = GpuModel.objects.all()
+    create = staticmethod(services.gpu_model_create)
 
 
 class GpuModelDetail(GenericAPIView[GpuModel]):
@@ -71,10 +79,11 @@ OFFERING_FILTERS = [
 ]
 
 
-class OfferingList(ListModelMixin, GenericAPIView[Offering]):
+class OfferingList(_CatalogList[Offering]):
     """Offerings with their Kubernetes resources and exact GPU-eq per unit."""
 
     serializer_class = OfferingSerializer
+    create = staticmethod(services.offering_create)
 
     def get_queryset(self) -> QuerySet[Offering]:
         offerings = Offering.objects.select_related("gpu_model", "backend")
@@ -89,15 +98,7 @@ class OfferingList(ListModelMixin, GenericAPIView[Offering]):
 
     @extend_schema(parameters=OFFERING_FILTERS)
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-    def post(self, request: Request) -> Response:
-        actor = _admin(request)
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        offering = services.offering_create(actor=actor, **serializer.validated_data)
-        return Response(self.get_serializer(offering).data, status=status.HTTP_201_CREATED)
+        return super().get(request)
 
 
 class OfferingDetail(GenericAPIView[Offering]):
