@@ -129,6 +129,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "worker-heartbeat": {"task": "portal.core.tasks.worker_heartbeat", "schedule": 60.0},
+    "expire-allocations": {
+        "task": "portal.allocations.tasks.expire_allocations",
+        "schedule": 60.0,
+    },
 }
 
 # The cluster: dry-run renders and records what would be applied; kubernetes applies it.

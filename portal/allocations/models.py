@@ -17,6 +17,19 @@ class RequestState(models.TextChoices):
 
 # An approved request is an allocation: it holds quota until it ends.
 HOLDING_STATES = (RequestState.APPROVED, RequestState.ACTIVE)
+FINAL_STATES = (
+    RequestState.RELEASED,
+    RequestState.EXPIRED,
+    RequestState.REVOKED,
+    RequestState.REJECTED,
+    RequestState.CANCELLED,
+)
+
+
+class Purpose(models.TextChoices):
+    NOTEBOOK = "notebook", "notebook"
+    BATCH = "batch", "batch"
+    RESERVATION = "reservation", "reservation"
 
 
 class GpuRequest(models.Model):
@@ -35,12 +48,27 @@ class GpuRequest(models.Model):
     state = models.CharField(
         max_length=16, choices=RequestState.choices, default=RequestState.PENDING
     )
+    purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.NOTEBOOK)
+    justification = models.TextField(blank=True)
+    duration_hours = models.PositiveIntegerField(default=8)
+    # Set when approved: the allocation holds quota from starts_at until ends_at.
+    starts_at = models.DateTimeField(null=True, blank=True)
+    ends_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True)
+    expiry_notice_sent_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["tenant", "gpu_model", "state"])]
+        indexes = [
+            models.Index(fields=["tenant", "gpu_model", "state"]),
+            models.Index(fields=["state", "ends_at"]),
+        ]
         constraints = gpu_eq_constraints("gpu_eq", model="gpurequest")
 
     def __str__(self) -> str:

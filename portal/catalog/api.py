@@ -4,8 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.mixins import ListModelMixin
@@ -15,7 +14,11 @@ from rest_framework.response import Response
 from portal.accounts.models import User
 from portal.catalog import services
 from portal.catalog.models import GpuModel, Offering
-from portal.catalog.serializers import GpuModelSerializer, OfferingSerializer
+from portal.catalog.serializers import (
+    GpuModelSerializer,
+    OfferingFilterSerializer,
+    OfferingSerializer,
+)
 from portal.core.errors import NotFound, PermissionDenied
 
 
@@ -72,13 +75,6 @@ class GpuModelDetail(GenericAPIView[GpuModel]):
         return Response(self.get_serializer(gpu_model).data)
 
 
-OFFERING_FILTERS = [
-    OpenApiParameter("gpu_model", OpenApiTypes.STR, description="GPU model slug"),
-    OpenApiParameter("backend", OpenApiTypes.STR, description="sharing backend slug"),
-    OpenApiParameter("enabled", OpenApiTypes.BOOL),
-]
-
-
 class OfferingList(_CatalogList[Offering]):
     """Offerings with their Kubernetes resources and exact GPU-eq per unit."""
 
@@ -86,17 +82,20 @@ class OfferingList(_CatalogList[Offering]):
     create = staticmethod(services.offering_create)
 
     def get_queryset(self) -> QuerySet[Offering]:
+        # A plain dict: from a QueryDict, DRF reads an absent boolean as an unticked checkbox.
+        filters = OfferingFilterSerializer(data=self.request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        wanted = filters.validated_data
         offerings = Offering.objects.select_related("gpu_model", "backend")
-        params = self.request.query_params
-        if params.get("gpu_model"):
-            offerings = offerings.filter(gpu_model__slug=params["gpu_model"])
-        if params.get("backend"):
-            offerings = offerings.filter(backend__slug=params["backend"])
-        if params.get("enabled") in ("true", "false"):
-            offerings = offerings.filter(enabled=params["enabled"] == "true")
+        if wanted.get("gpu_model"):
+            offerings = offerings.filter(gpu_model__slug=wanted["gpu_model"])
+        if wanted.get("backend"):
+            offerings = offerings.filter(backend__slug=wanted["backend"])
+        if wanted["enabled"] is not None:
+            offerings = offerings.filter(enabled=wanted["enabled"])
         return offerings
 
-    @extend_schema(parameters=OFFERING_FILTERS)
+    @extend_schema(parameters=[OfferingFilterSerializer])
     def get(self, request: Request) -> Response:
         return super().get(request)
 

@@ -65,6 +65,14 @@ class OfferingSerializer(serializers.ModelSerializer[Offering]):
         )  # fmt: skip
 
 
+class OfferingFilterSerializer(serializers.Serializer[Offering]):
+    """The offerings list's query parameters; `?enabled=maybe` is bad input, not "no filter"."""
+
+    gpu_model = serializers.CharField(required=False, help_text="GPU model slug")
+    backend = serializers.CharField(required=False, help_text="sharing backend slug")
+    enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+
 class SharingBackendSerializer(serializers.ModelSerializer[SharingBackend]):
     class Meta:
         model = SharingBackend

@@ -50,3 +50,26 @@ class AuditEvent(models.Model):
         return (
             f"{self.at:%Y-%m-%d %H:%M:%S} {who} {self.action} {self.target_type}:{self.target_id}"
         )
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a POST sent with an `Idempotency-Key`, replayed to its retries.
+
+    Keys are per user and kept 24 hours; a retry with another body is a conflict.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    endpoint = models.CharField(max_length=200)
+    body_hash = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField(null=True)
+    response = models.JSONField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.key}"

@@ -1,0 +1,373 @@
+"""GPU requests and allocations: the decision against quota and policy, and every transition.
+
+A request's decision and its quota check run in one transaction that locks the tenant's quota
+row for the GPU model, so concurrent requests are decided one after the other and can never
+oversubscribe. Every transition is one call, one transaction, one audit event; an invalid one
+raises InvalidTransition (409) naming the current state.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from fractions import Fraction
+
+from django.db import transaction
+from django.utils import timezone
+
+from portal.accounts.models import User
+from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose, RequestState
+from portal.catalog.gpu_eq import gpu_eq_display, gpu_eq_sum
+from portal.catalog.models import Offering
+from portal.core.audit import audit_record
+from portal.core.errors import (
+    InvalidTransition,
+    PermissionDenied,
+    PolicyRefused,
+    QuotaExceeded,
+    ValidationFailed,
+)
+from tenants.access import role_in
+from tenants.models import MemberRole, Quota, Tenant, TenantState
+
+
+@dataclass(frozen=True)
+class QuotaCheck:
+    """The numbers behind a decision, in GPU-eq."""
+
+    requested: Fraction
+    remaining: Fraction
+    quota: Fraction
+
+    @property
+    def fits(self) -> bool:
+        return self.requested <= self.remaining
+
+    def describe(self) -> str:
+        return (
+            f"requested {gpu_eq_display(self.requested)} GPU-eq, "
+            f"{gpu_eq_display(self.remaining)} of {gpu_eq_display(self.quota)} remaining"
+        )
+
+
+def _invalid(field: str, message: str) -> ValidationFailed:
+    return ValidationFailed(f"{field}: {message}", fields={field: [message]})
+
+
+def _locked_quota_check(tenant: Tenant, offering: Offering, requested: Fraction) -> QuotaCheck:
+    """Lock the tenant's quota row for the model and measure what is left. Call in a transaction."""
+    quota = (
+        Quota.objects.select_for_update()
+        .filter(tenant=tenant, gpu_model_id=offering.gpu_model_id)
+        .first()
+    )
+    if quota is None:
+        raise _invalid(
+            "offering", f"Tenant {tenant.slug} has no quota for {offering.gpu_model.name}."
+        )
+    held = gpu_eq_sum(
+        GpuRequest.objects.filter(
+            tenant=tenant, gpu_model_id=offering.gpu_model_id, state__in=HOLDING_STATES
+        ),
+        name="gpu_eq",
+    )
+    return QuotaCheck(requested=requested, remaining=quota.gpu_eq - held, quota=quota.gpu_eq)
+
+
+def within_policy(tenant: Tenant, *, gpu_eq: Fraction, duration_hours: int) -> bool:
+    """Whether the tenant's auto-approve policy covers this size and duration."""
+    return gpu_eq <= tenant.auto_approve_gpu_eq and duration_hours <= tenant.auto_approve_hours
+
+
+def _validate(
+    *, tenant: Tenant, offering: Offering, count: int, duration_hours: int, purpose: str
+) -> None:
+    if tenant.state != TenantState.ACTIVE:
+        raise InvalidTransition(f"Tenant {tenant.slug} is {tenant.state}; it cannot request GPUs.")
+    if not offering.enabled or not offering.gpu_model.enabled:
+        raise _invalid("offering", f"{offering.name} is not offered at the moment.")
+    if count < 1:
+        raise _invalid("count", "Ask for at least 1.")
+    if offering.max_units_per_workload and count > offering.max_units_per_workload:
+        raise _invalid(
+            "count",
+            f"{offering.name} allows at most {offering.max_units_per_workload} per request.",
+        )
+    if duration_hours < 1:
+        raise _invalid("duration_hours", "Ask for at least 1 hour.")
+    if duration_hours > tenant.max_duration_hours:
+        raise _invalid(
+            "duration_hours", f"At most {tenant.max_duration_hours} hours in {tenant.slug}."
+        )
+    if purpose not in Purpose.values:
+        raise _invalid("purpose", f"Choose one of {', '.join(Purpose.values)}.")
+
+
+def _start(gpu_request: GpuRequest, *, now: datetime) -> None:
+    gpu_request.starts_at = now
+    gpu_request.ends_at = now + timedelta(hours=gpu_request.duration_hours)
+
+
+@transaction.atomic
+def gpu_request_submit(
+    *,
+    actor: User,
+    tenant: Tenant,
+    offering: Offering,
+    count: int,
+    duration_hours: int | None = None,
+    purpose: str = Purpose.NOTEBOOK,
+    justification: str = "",
+) -> GpuRequest:
+    """Ask for `count` units of `offering` in `tenant` and decide at once.
+
+    Within remaining quota and the tenant's policy: approved (an allocation from now on).
+    Within quota, above policy: pending for a lead. Beyond remaining quota: rejected, with the
+    numbers in the decision comment (the request is kept, so the refusal is on record).
+    Bad input raises ValidationFailed naming the field, and nothing is written.
+    """
+    hours = duration_hours if duration_hours is not None else tenant.default_duration_hours
+    _validate(tenant=tenant, offering=offering, count=count, duration_hours=hours, purpose=purpose)
+    requested = offering.gpu_eq * count
+    check = _locked_quota_check(tenant, offering, requested)
+    now = timezone.now()
+    gpu_request = GpuRequest(
+        tenant=tenant,
+        requester=actor,
+        offering=offering,
+        gpu_model_id=offering.gpu_model_id,
+        count=count,
+        duration_hours=hours,
+        purpose=purpose,
+        justification=justification.strip(),
+    )
+    gpu_request.gpu_eq = requested
+    if not check.fits:
+        gpu_request.state = RequestState.REJECTED
+        gpu_request.decided_at = now
+        gpu_request.decision_comment = f"Exceeds the remaining quota: {check.describe()}."
+    elif within_policy(tenant, gpu_eq=requested, duration_hours=hours):
+        gpu_request.state = RequestState.APPROVED
+        gpu_request.decided_at = now
+        gpu_request.decision_comment = "Approved at once: within quota and the tenant's policy."
+        _start(gpu_request, now=now)
+    else:
+        gpu_request.state = RequestState.PENDING
+    gpu_request.save()
+    audit_record(
+        actor=actor,
+        action="gpu_request.submit",
+        target=gpu_request,
+        tenant=tenant,
+        changes={
+            "state": [None, gpu_request.state],
+            "offering": [None, offering.slug],
+            "count": [None, count],
+            "gpu_eq": [None, str(requested)],
+            "duration_hours": [None, hours],
+        },
+        comment=gpu_request.decision_comment,
+    )
+    return gpu_request
+
+
+def quota_check_preview(*, tenant: Tenant, offering: Offering, count: int) -> QuotaCheck | None:
+    """The numbers a request would be decided on now, without locking (for the form's preview).
+
+    None when the tenant has no quota for the model.
+    """
+    quota = Quota.objects.filter(tenant=tenant, gpu_model_id=offering.gpu_model_id).first()
+    if quota is None:
+        return None
+    held = gpu_eq_sum(
+        GpuRequest.objects.filter(
+            tenant=tenant, gpu_model_id=offering.gpu_model_id, state__in=HOLDING_STATES
+        ),
+        name="gpu_eq",
+    )
+    return QuotaCheck(
+        requested=offering.gpu_eq * max(count, 0), remaining=quota.gpu_eq - held, quota=quota.gpu_eq
+    )
+
+
+def _lock(gpu_request: GpuRequest, *, allowed: tuple[str, ...], verb: str) -> GpuRequest:
+    locked = (
+        GpuRequest.objects.select_for_update()
+        .select_related("tenant", "offering")
+        .get(pk=gpu_request.pk)
+    )
+    if locked.state not in allowed:
+        raise InvalidTransition(f"Request {locked.pk} is {locked.state}; it cannot be {verb}.")
+    return locked
+
+
+def _transition(
+    gpu_request: GpuRequest,
+    *,
+    actor: User | None,
+    to: RequestState,
+    action: str,
+    comment: str = "",
+    extra: dict[str, list[object]] | None = None,
+) -> GpuRequest:
+    before = gpu_request.state
+    gpu_request.state = to
+    gpu_request.save()
+    audit_record(
+        actor=actor,
+        action=f"gpu_request.{action}",
+        target=gpu_request,
+        tenant=gpu_request.tenant,
+        changes={"state": [before, to], **(extra or {})},
+        comment=comment,
+    )
+    return gpu_request
+
+
+@transaction.atomic
+def gpu_request_approve(*, actor: User, gpu_request: GpuRequest, comment: str = "") -> GpuRequest:
+    """A lead (or admin) approves a pending request; quota is checked again, now.
+
+    Leads may not approve their own requests (those above policy are why they wait).
+    Raises QuotaExceeded (409) with the numbers when the quota no longer fits.
+    """
+    locked = _lock(gpu_request, allowed=(RequestState.PENDING,), verb="approved")
+    if not actor.is_portal_admin:
+        if role_in(actor, locked.tenant) != MemberRole.LEAD:
+            raise PermissionDenied("Only the tenant's leads and admins approve requests.")
+        if locked.requester_id == actor.pk:
+            raise PermissionDenied("Leads cannot approve their own requests above the policy.")
+    check = _locked_quota_check(locked.tenant, locked.offering, locked.gpu_eq)
+    if not check.fits:
+        raise QuotaExceeded(
+            f"Request {locked.pk} no longer fits the quota: {check.describe()}.",
+            fields={"quota": [check.describe()]},
+        )
+    now = timezone.now()
+    locked.decided_by = actor
+    locked.decided_at = now
+    locked.decision_comment = comment.strip()
+    _start(locked, now=now)
+    return _transition(
+        locked,
+        actor=actor,
+        to=RequestState.APPROVED,
+        action="approve",
+        comment=locked.decision_comment,
+    )
+
+
+@transaction.atomic
+def gpu_request_reject(*, actor: User, gpu_request: GpuRequest, comment: str = "") -> GpuRequest:
+    """A lead (or admin) rejects a pending request."""
+    locked = _lock(gpu_request, allowed=(RequestState.PENDING,), verb="rejected")
+    if not actor.is_portal_admin and role_in(actor, locked.tenant) != MemberRole.LEAD:
+        raise PermissionDenied("Only the tenant's leads and admins reject requests.")
+    locked.decided_by = actor
+    locked.decided_at = timezone.now()
+    locked.decision_comment = comment.strip()
+    return _transition(
+        locked, actor=actor, to=RequestState.REJECTED, action="reject", comment=comment.strip()
+    )
+
+
+@transaction.atomic
+def gpu_request_cancel(*, actor: User, gpu_request: GpuRequest) -> GpuRequest:
+    """The requester withdraws a request that is still pending."""
+    locked = _lock(gpu_request, allowed=(RequestState.PENDING,), verb="cancelled")
+    if locked.requester_id != actor.pk:
+        raise PermissionDenied("Only the requester cancels a request.")
+    return _transition(locked, actor=actor, to=RequestState.CANCELLED, action="cancel")
+
+
+@transaction.atomic
+def gpu_request_release(*, actor: User, gpu_request: GpuRequest) -> GpuRequest:
+    """The requester, a lead of the tenant or an admin gives an allocation's quota back."""
+    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="released")
+    may = (
+        locked.requester_id == actor.pk
+        or actor.is_portal_admin
+        or role_in(actor, locked.tenant) == MemberRole.LEAD
+    )
+    if not may:
+        raise PermissionDenied("Only the requester, the tenant's leads and admins release it.")
+    locked.ends_at = timezone.now()
+    return _transition(locked, actor=actor, to=RequestState.RELEASED, action="release")
+
+
+@transaction.atomic
+def gpu_request_revoke(*, actor: User, gpu_request: GpuRequest, comment: str) -> GpuRequest:
+    """An admin ends an allocation early, with a reason."""
+    if not actor.is_portal_admin:
+        raise PermissionDenied("Only admins revoke allocations.")
+    if not comment.strip():
+        raise _invalid("comment", "Say why the allocation is revoked.")
+    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="revoked")
+    locked.ends_at = timezone.now()
+    locked.decided_by = actor
+    locked.decision_comment = comment.strip()
+    return _transition(
+        locked, actor=actor, to=RequestState.REVOKED, action="revoke", comment=comment.strip()
+    )
+
+
+@transaction.atomic
+def gpu_request_extend(*, actor: User, gpu_request: GpuRequest, hours: int) -> GpuRequest:
+    """Extend an allocation by `hours`: a new decision for the extra time.
+
+    The extension is granted at once when the whole duration stays within the tenant's maximum
+    and the extra time within its auto-approve hours, or when a lead of the tenant (not the
+    requester) or an admin asks; otherwise it is refused by policy (422) and a lead extends it.
+    """
+    if hours < 1:
+        raise _invalid("hours", "Extend by at least 1 hour.")
+    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="extended")
+    tenant = locked.tenant
+    total = locked.duration_hours + hours
+    if total > tenant.max_duration_hours:
+        raise _invalid(
+            "hours", f"That makes {total} hours; {tenant.slug} allows {tenant.max_duration_hours}."
+        )
+    is_lead = role_in(actor, tenant) == MemberRole.LEAD and locked.requester_id != actor.pk
+    if locked.requester_id != actor.pk and not (is_lead or actor.is_portal_admin):
+        raise PermissionDenied("Only the requester, the tenant's leads and admins extend it.")
+    if not (is_lead or actor.is_portal_admin) and hours > tenant.auto_approve_hours:
+        raise PolicyRefused(
+            f"Extending by {hours} hours needs a lead: {tenant.slug} extends by up to "
+            f"{tenant.auto_approve_hours} hours at once.",
+            fields={"hours": [f"At most {tenant.auto_approve_hours} without a lead."]},
+        )
+    before = locked.ends_at or timezone.now()  # holding requests always have an end
+    locked.duration_hours = total
+    locked.ends_at = before + timedelta(hours=hours)
+    locked.expiry_notice_sent_at = None
+    locked.save()
+    audit_record(
+        actor=actor,
+        action="gpu_request.extend",
+        target=locked,
+        tenant=tenant,
+        changes={"ends_at": [before.isoformat(), locked.ends_at.isoformat()]},
+    )
+    return locked
+
+
+def allocations_expire(*, now: datetime | None = None) -> int:
+    """End every allocation past its end time, each in its own transaction. Returns how many.
+
+    Safe to run twice or in two workers at once: rows are claimed with SKIP LOCKED and
+    re-checked, so each allocation expires exactly once.
+    """
+    moment = now or timezone.now()
+    expired = 0
+    while True:
+        with transaction.atomic():
+            due = (
+                GpuRequest.objects.select_for_update(skip_locked=True)
+                .select_related("tenant")
+                .filter(state__in=HOLDING_STATES, ends_at__lte=moment)
+                .order_by("ends_at", "id")
+                .first()
+            )
+            if due is None:
+                return expired
+            _transition(due, actor=None, to=RequestState.EXPIRED, action="expire")
+            expired += 1
