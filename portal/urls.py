@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from portal.accounts.api import MeView
+from portal.allocations.api_urls import urlpatterns as allocation_api_urls
 from portal.catalog import api as catalog_api
 from portal.core import views as core_views
 from portal.core.audit_api import AuditEventList
@@ -11,6 +12,7 @@ from tenants import api as tenant_api
 api_v1 = [
     path("me", MeView.as_view(), name="me"),
     path("audit-events/", AuditEventList.as_view(), name="audit-events"),
+    *allocation_api_urls,
     path("tenants/", tenant_api.TenantList.as_view(), name="tenants"),
     path("tenants/<slug:slug>/", tenant_api.TenantDetail.as_view(), name="tenant"),
     path("tenants/<slug:slug>/members/", tenant_api.MemberList.as_view(), name="members"),

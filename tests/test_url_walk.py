@@ -12,9 +12,10 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from portal.accounts.services import user_create
+from portal.allocations.services import gpu_request_submit
 from portal.catalog.services import offering_create
 from tenants.models import MemberRole
-from tenants.services import membership_set, quota_request_create
+from tenants.services import membership_set, quota_request_create, quota_set
 from tests.tenants.factories import a100, mig_backend
 
 PERSONAS = ("anonymous", "developer", "lead", "outsider", "finance_user", "admin_user")
@@ -51,6 +52,15 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "catalog:pool-create": ("get", "", (302, 404, 404, 404, 404, 200)),
     "api:me": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:audit-events": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:requests": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:request": ("get", "gpu_request", (401, 200, 200, 404, 200, 200)),
+    # One pending request of the developer's, walked through in this order, per persona.
+    "api:request-approve": ("post", "gpu_request", (401, 403, 200, 404, 403, 200)),
+    "api:request-reject": ("post", "gpu_request", (401, 403, 409, 404, 403, 409)),
+    "api:request-cancel": ("post", "gpu_request", (401, 200, 409, 404, 403, 409)),
+    "api:request-release": ("post", "gpu_request", (401, 409, 200, 404, 409, 200)),
+    "api:request-extend": ("post", "gpu_request", (401, 400, 400, 404, 400, 400)),
+    "api:request-revoke": ("post", "gpu_request", (401, 403, 403, 404, 403, 400)),
     "api:tenants": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:tenant": ("get", "tenant", (401, 200, 200, 404, 200, 200)),
     "api:members": ("get", "tenant", (401, 200, 200, 404, 200, 200)),
@@ -108,8 +118,12 @@ def walk_kwargs(
     quota_request = quota_request_create(
         actor=lead, tenant=tenant_a, gpu_model=model, amount=1, reason="walk"
     )
+    quota_set(actor=None, tenant=tenant_a, gpu_model=model, gpu_eq=8)
+    pending = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=8)
+    assert pending.state == "pending"
     return {
         "": {},
+        "gpu_request": {"pk": pending.pk},
         "tenant": {"slug": tenant_a.slug},
         "member": {"slug": tenant_a.slug, "username": walker.username},
         "api_member": {"slug": tenant_a.slug, "username": api_walker.username},

@@ -1,0 +1,144 @@
+"""`requests/`, `requests/{id}/` and the transitions (API.md). POST answers with the decision."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.mixins import ListModelMixin
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from portal.accounts.models import User
+from portal.allocations import services
+from portal.allocations.models import GpuRequest, RequestState
+from portal.allocations.selectors import gpu_request_for, gpu_requests_visible_to
+from portal.allocations.serializers import (
+    CommentSerializer,
+    ExtendSerializer,
+    GpuRequestInputSerializer,
+    GpuRequestSerializer,
+)
+from portal.catalog.models import Offering
+from portal.core.api import error_response
+from portal.core.errors import ValidationFailed
+from portal.core.idempotency import idempotent
+from tenants.access import Access, tenant_for
+
+
+def _user(request: Request) -> User:
+    return request.user  # type: ignore[return-value]
+
+
+REQUEST_FILTERS = [
+    OpenApiParameter("state", OpenApiTypes.STR, enum=RequestState.values),
+    OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug"),
+    OpenApiParameter("mine", OpenApiTypes.BOOL, description="only the caller's own requests"),
+]
+
+
+class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
+    """GPU requests the caller may see; POST asks for GPUs and answers with the decision."""
+
+    serializer_class = GpuRequestSerializer
+
+    def get_queryset(self) -> QuerySet[GpuRequest]:
+        user = _user(self.request)
+        requests = gpu_requests_visible_to(user)
+        params = self.request.query_params
+        if params.get("state"):
+            if params["state"] not in RequestState.values:
+                raise ValidationFailed("Unknown state.", fields={"state": ["Unknown state."]})
+            requests = requests.filter(state=params["state"])
+        if params.get("tenant"):
+            requests = requests.filter(tenant__slug=params["tenant"])
+        if params.get("mine") == "true":
+            requests = requests.filter(requester=user)
+        return requests
+
+    @extend_schema(parameters=REQUEST_FILTERS)
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(
+        request=GpuRequestInputSerializer,
+        parameters=[OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER)],
+        responses={201: GpuRequestSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        return idempotent(request, "requests", lambda: self._submit(request))
+
+    def _submit(self, request: Request) -> Response:
+        user = _user(request)
+        serializer = GpuRequestInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data: dict[str, Any] = dict(serializer.validated_data)
+        tenant = tenant_for(user, data.pop("tenant"), Access.REQUEST)
+        offering_slug = data.pop("offering")
+        offering = Offering.objects.select_related("gpu_model").filter(slug=offering_slug).first()
+        if offering is None:
+            raise ValidationFailed(
+                f"offering: there is no offering {offering_slug!r}.",
+                fields={"offering": [f"There is no offering {offering_slug!r}."]},
+            )
+        gpu_request = services.gpu_request_submit(
+            actor=user, tenant=tenant, offering=offering, **data
+        )
+        body = GpuRequestSerializer(gpu_request).data
+        if gpu_request.state == RequestState.REJECTED:
+            # Refused for quota: on record, and a conflict for the caller.
+            response = error_response(
+                status_code=status.HTTP_409_CONFLICT,
+                code="quota_exceeded",
+                message=gpu_request.decision_comment,
+                fields={"count": [gpu_request.decision_comment]},
+            )
+            response.data["request"] = body
+            return response
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class GpuRequestDetail(GenericAPIView[GpuRequest]):
+    serializer_class = GpuRequestSerializer
+
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(self.get_serializer(gpu_request_for(_user(request), pk)).data)
+
+
+class GpuRequestTransition(GenericAPIView[GpuRequest]):
+    """approve, reject, cancel, release, revoke (with `comment`) and extend (with `hours`)."""
+
+    serializer_class = GpuRequestSerializer
+    transition = "approve"
+
+    @extend_schema(request=CommentSerializer, responses=GpuRequestSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        user = _user(request)
+        gpu_request = gpu_request_for(user, pk)
+        if self.transition == "extend":
+            hours = ExtendSerializer(data=request.data)
+            hours.is_valid(raise_exception=True)
+            done = services.gpu_request_extend(
+                actor=user, gpu_request=gpu_request, hours=hours.validated_data["hours"]
+            )
+            return Response(self.get_serializer(done).data)
+        comment = CommentSerializer(data=request.data)
+        comment.is_valid(raise_exception=True)
+        text = comment.validated_data["comment"]
+        if self.transition == "approve":
+            done = services.gpu_request_approve(actor=user, gpu_request=gpu_request, comment=text)
+        elif self.transition == "reject":
+            done = services.gpu_request_reject(actor=user, gpu_request=gpu_request, comment=text)
+        elif self.transition == "cancel":
+            done = services.gpu_request_cancel(actor=user, gpu_request=gpu_request)
+        elif self.transition == "release":
+            done = services.gpu_request_release(actor=user, gpu_request=gpu_request)
+        else:
+            done = services.gpu_request_revoke(actor=user, gpu_request=gpu_request, comment=text)
+        return Response(self.get_serializer(done).data)
+
+
+TRANSITIONS = ("approve", "reject", "cancel", "release", "extend", "revoke")

@@ -1,0 +1,21 @@
+from django.urls import URLPattern, path
+
+from portal.allocations.api import (
+    TRANSITIONS,
+    GpuRequestDetail,
+    GpuRequestList,
+    GpuRequestTransition,
+)
+
+urlpatterns: list[URLPattern] = [
+    path("requests/", GpuRequestList.as_view(), name="requests"),
+    path("requests/<int:pk>/", GpuRequestDetail.as_view(), name="request"),
+    *[
+        path(
+            f"requests/<int:pk>/{transition}",
+            GpuRequestTransition.as_view(transition=transition),
+            name=f"request-{transition}",
+        )
+        for transition in TRANSITIONS
+    ],
+]

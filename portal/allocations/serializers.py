@@ -1,0 +1,42 @@
+from rest_framework import serializers
+
+from portal.allocations.models import GpuRequest, Purpose
+from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
+
+
+class GpuRequestSerializer(serializers.ModelSerializer[GpuRequest]):
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    requester = serializers.CharField(source="requester.username", read_only=True)
+    offering = serializers.CharField(source="offering.slug", read_only=True)
+    gpu_model = serializers.CharField(source="gpu_model.slug", read_only=True)
+    gpu_eq = GpuEqField(read_only=True)
+    gpu_eq_display = GpuEqDisplayField(source="gpu_eq")
+    decided_by = serializers.CharField(
+        source="decided_by.username", read_only=True, allow_null=True, default=None
+    )
+
+    class Meta:
+        model = GpuRequest
+        fields = (
+            "id", "tenant", "requester", "offering", "gpu_model", "count", "gpu_eq",
+            "gpu_eq_display", "state", "purpose", "justification", "duration_hours", "starts_at",
+            "ends_at", "decided_by", "decided_at", "decision_comment", "created_at", "updated_at",
+        )  # fmt: skip
+        read_only_fields = fields
+
+
+class GpuRequestInputSerializer(serializers.Serializer[GpuRequest]):
+    tenant = serializers.SlugField()
+    offering = serializers.SlugField()
+    count = serializers.IntegerField()
+    duration_hours = serializers.IntegerField(required=False)
+    purpose = serializers.ChoiceField(choices=Purpose.choices, default=Purpose.NOTEBOOK)
+    justification = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CommentSerializer(serializers.Serializer[GpuRequest]):
+    comment = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ExtendSerializer(serializers.Serializer[GpuRequest]):
+    hours = serializers.IntegerField()

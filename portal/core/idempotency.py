@@ -1,0 +1,70 @@
+"""`Idempotency-Key` on API POSTs: the same key and body within 24 hours answers the first
+result again and never repeats the write.
+
+The key is stored in the same transaction as the write it guards, so a failed call leaves no
+key behind (a retry really retries), and a concurrent duplicate waits on the key's unique index
+until the first commits, then replays its answer.
+"""
+
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from portal.core.errors import Conflict, ValidationFailed
+from portal.core.models import IdempotencyKey
+
+KEY_HEADER = "Idempotency-Key"
+KEY_LIFETIME = timedelta(hours=24)
+
+
+def _body_hash(data: Any) -> str:
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def idempotent(request: Request, endpoint: str, write: Callable[[], Response]) -> Response:
+    """Run `write` once per (user, Idempotency-Key); replay its response to retries."""
+    key = request.headers.get(KEY_HEADER, "").strip()
+    if not key:
+        return write()
+    if len(key) > 255:
+        raise ValidationFailed(
+            f"{KEY_HEADER} is too long.", fields={KEY_HEADER: ["At most 255 characters."]}
+        )
+    body_hash = _body_hash(dict(request.data))
+    with transaction.atomic():
+        record, created = IdempotencyKey.objects.select_for_update().get_or_create(
+            user=request.user,  # type: ignore[misc]
+            key=key,
+            defaults={"endpoint": endpoint, "body_hash": body_hash},
+        )
+        if not created and record.created_at < timezone.now() - KEY_LIFETIME:
+            record.delete()  # expired: the key starts afresh
+            record = IdempotencyKey.objects.create(
+                user=request.user,
+                key=key,
+                endpoint=endpoint,
+                body_hash=body_hash,  # type: ignore[misc]
+            )
+            created = True
+        if not created:
+            if record.endpoint != endpoint or record.body_hash != body_hash:
+                raise Conflict(
+                    f"This {KEY_HEADER} was used for another request; use a new key.",
+                    fields={KEY_HEADER: ["Used with another body or endpoint."]},
+                )
+            replay = Response(record.response, status=record.status_code)
+            replay["Idempotent-Replayed"] = "true"
+            return replay
+        response = write()
+        record.status_code = response.status_code
+        record.response = response.data
+        record.save(update_fields=["status_code", "response"])
+    return response
