@@ -7,8 +7,7 @@ caller may not act on answers 403. Every write is one service call.
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.mixins import ListModelMixin
@@ -19,7 +18,7 @@ from portal.accounts.models import User
 from portal.core.errors import NotFound, PermissionDenied
 from tenants import services
 from tenants.access import Access, role_in, tenant_for
-from tenants.models import MemberRole, Membership, QuotaRequest, Tenant, TenantState
+from tenants.models import MemberRole, Membership, QuotaRequest, Tenant
 from tenants.selectors import quota_lines_for, quota_requests_for, tenants_visible_to
 from tenants.serializers import (
     DecisionSerializer,
@@ -28,6 +27,7 @@ from tenants.serializers import (
     QuotaRequestInputSerializer,
     QuotaRequestSerializer,
     TenantCreateSerializer,
+    TenantFilterSerializer,
     TenantPatchSerializer,
     TenantSerializer,
 )
@@ -48,21 +48,16 @@ class TenantList(ListModelMixin, GenericAPIView[Tenant]):
     serializer_class = TenantSerializer
 
     def get_queryset(self) -> QuerySet[Tenant]:
+        filters = TenantFilterSerializer(data=self.request.query_params.dict())
+        filters.is_valid(raise_exception=True)
         tenants = tenants_visible_to(_user(self.request)).order_by("slug")
-        params = self.request.query_params
-        if params.get("state") in TenantState.values:
-            tenants = tenants.filter(state=params["state"])
-        if params.get("search"):
-            term = params["search"]
+        if state := filters.validated_data.get("state"):
+            tenants = tenants.filter(state=state)
+        if term := filters.validated_data.get("search"):
             tenants = tenants.filter(Q(slug__icontains=term) | Q(name__icontains=term))
         return tenants
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("state", OpenApiTypes.STR, enum=TenantState.values),
-            OpenApiParameter("search", OpenApiTypes.STR, description="in slug or name"),
-        ]
-    )
+    @extend_schema(parameters=[TenantFilterSerializer])
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset()) or []
         context = {"quota_lines": quota_lines_for(tenant.pk for tenant in page)}
@@ -119,14 +114,10 @@ class MemberList(ListModelMixin, GenericAPIView[Membership]):
         tenant = tenant_for(actor, slug, Access.LEAD)
         serializer = MemberInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        username = serializer.validated_data["username"]
-        user = User.objects.filter(username=username, is_active=True).first()
-        if user is None:
-            raise NotFound(f"There is no active user {username!r}.")
         membership = services.membership_set(
             actor=actor,
             tenant=tenant,
-            user=user,
+            user=serializer.validated_data["username"],
             role=MemberRole(serializer.validated_data["role"]),
         )
         return Response(self.get_serializer(membership).data)
@@ -185,7 +176,7 @@ class QuotaRequestDecision(GenericAPIView[QuotaRequest]):
     def post(self, request: Request, slug: str, pk: int) -> Response:
         user = _user(request)
         tenant = tenant_for(user, slug, Access.ADMIN)
-        quota_request = QuotaRequest.objects.filter(pk=pk, tenant=tenant).first()
+        quota_request = quota_requests_for(tenant).filter(pk=pk).first()
         if quota_request is None:
             raise NotFound(f"There is no quota request {pk} in {slug}.")
         serializer = DecisionSerializer(data=request.data)

@@ -1,7 +1,9 @@
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.accounts.models import User
 from portal.catalog.models import GpuModel
 from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
 from tenants.models import MemberRole, Membership, QuotaRequest, Tenant, TenantState
@@ -34,9 +36,17 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
                   "created_at", "updated_at")  # fmt: skip
         read_only_fields = ("state", "created_at", "updated_at")
 
+    @extend_schema_field(QuotaLineSerializer(many=True))
     def get_quotas(self, tenant: Tenant) -> list[dict[str, Any]]:
         lines: dict[int, list[QuotaLine]] = self.context["quota_lines"]
         return QuotaLineSerializer(lines.get(tenant.pk, []), many=True).data  # type: ignore[arg-type,return-value]
+
+
+class TenantFilterSerializer(serializers.Serializer[Tenant]):
+    """The list's query parameters; an unknown state is bad input, not "no filter"."""
+
+    state = serializers.ChoiceField(choices=TenantState.choices, required=False)
+    search = serializers.CharField(required=False, allow_blank=True, help_text="in slug or name")
 
 
 class TenantPolicySerializer(serializers.Serializer[Tenant]):
@@ -83,7 +93,11 @@ class MembershipSerializer(serializers.ModelSerializer[Membership]):
 
 
 class MemberInputSerializer(serializers.Serializer[Membership]):
-    username = serializers.CharField(max_length=150)
+    """Who (an active user, by username) and with which role; an unknown user names the field."""
+
+    username = serializers.SlugRelatedField(
+        slug_field="username", queryset=User.objects.filter(is_active=True)
+    )
     role = serializers.ChoiceField(choices=MemberRole.choices)
 
 

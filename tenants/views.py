@@ -105,12 +105,10 @@ def manage(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 def tenant_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     _require_admin(request)
-    form = TenantCreateForm(request.POST or None)
+    form = TenantCreateForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
             tenant = services.tenant_create(actor=request.user, **form.cleaned_data)
-        except ValidationFailed as error:
-            form_add_error(form, error)
         except ApplicationError as error:
             form_add_error(form, error)
         else:
@@ -269,7 +267,7 @@ def tenant_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     tenant = tenant_for(request.user, slug, Access.ADMIN)
     initial = {name: getattr(tenant, name) for name in services.TENANT_FIELDS}
     initial["auto_approve_gpu_eq"] = str(tenant.auto_approve_gpu_eq)
-    form = TenantPolicyForm(request.POST or None, initial=initial)
+    form = TenantPolicyForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             services.tenant_update(actor=request.user, tenant=tenant, **form.cleaned_data)

@@ -18,10 +18,13 @@ class KeyValueLinesField(forms.CharField):
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            name, equals, item = line.partition("=")
-            if not equals or not name.strip() or not item.strip():
+            name, equals, item = (part.strip() for part in line.partition("="))
+            if not equals or not name or not item:
                 raise forms.ValidationError(f"Line {number} is not name=value: {line.strip()!r}.")
-            pairs[name.strip()] = item.strip()
+            if name in pairs:
+                # A pod spec has one quantity per name; silently keeping the last would hide a typo.
+                raise forms.ValidationError(f"Line {number} repeats {name!r}.")
+            pairs[name] = item
         return pairs
 
     def prepare_value(self, value: Any) -> Any:

@@ -24,6 +24,8 @@ class GpuEqError(ValueError):
 
 def gpu_eq_parse(value: GpuEqInput) -> Fraction:
     """A GPU-eq from `3`, `"1/7"`, `"0.25"` or a Decimal; never from a float."""
+    if isinstance(value, bool):
+        raise GpuEqError("a GPU-eq amount is a number, not true or false")
     if isinstance(value, float):
         raise GpuEqError("GPU-eq amounts are exact: give a fraction like 1/7 or a decimal string")
     try:

@@ -1,5 +1,6 @@
 from fractions import Fraction
 
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
@@ -18,7 +19,9 @@ class GpuModel(models.Model):
     slug = models.CharField(max_length=61, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=100, unique=True)
     vendor = models.CharField(max_length=32)
-    memory_mib = models.PositiveIntegerField(help_text="GPU memory in MiB")
+    memory_mib = models.PositiveIntegerField(
+        help_text="GPU memory in MiB", validators=[MinValueValidator(1)]
+    )
     node_label_key = models.CharField(
         max_length=253, default="nvidia.com/gpu.product", validators=[validate_label_key]
     )

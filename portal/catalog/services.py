@@ -21,7 +21,8 @@ def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | Non
     try:
         amount = gpu_eq_parse(value)
     except GpuEqError as error:
-        return None, str(error).capitalize() + "."
+        message = str(error)
+        return None, message[:1].upper() + message[1:] + "."
     if whole:
         if amount <= 0 or amount.denominator != 1:
             return amount, "A whole-GPU offering counts a positive whole number of GPU-eq per unit."

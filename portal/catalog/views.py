@@ -1,4 +1,7 @@
-"""Catalog management pages, for admins only: every other persona gets 404."""
+"""Catalog management pages, for admins only: every other persona gets 404.
+
+Each form page parses its form and calls one catalog service; the services validate and write.
+"""
 
 from collections import defaultdict
 from collections.abc import Callable
@@ -7,13 +10,13 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import Http404, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
 
 from portal.catalog import services
 from portal.catalog.forms import GpuModelForm, GpuPoolForm, OfferingForm, SharingBackendForm
 from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
-from portal.core.errors import ApplicationError
+from portal.core.errors import Conflict, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error
 
@@ -23,9 +26,14 @@ def _require_admin(request: AuthenticatedHttpRequest) -> None:
         raise Http404
 
 
+def _posted(request: AuthenticatedHttpRequest) -> QueryDict | None:
+    """The form data of a POST (even an empty one, so it is refused visibly), else None."""
+    return request.POST if request.method == "POST" else None
+
+
 @login_required
 def overview(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """GPU models, sharing backends, offerings and pools, in four queries."""
+    """GPU models, sharing backends, offerings and pools: four queries, whatever their number."""
     _require_admin(request)
     offerings = list(Offering.objects.select_related("gpu_model", "backend"))
     # A pool serves the offerings of its GPU model and sharing backend.
@@ -40,8 +48,8 @@ def overview(request: AuthenticatedHttpRequest) -> HttpResponse:
         request,
         "catalog/overview.html",
         {
-            "models": GpuModel.objects.all(),
-            "backends": SharingBackend.objects.all(),
+            "models": list(GpuModel.objects.all()),
+            "backends": list(SharingBackend.objects.all()),
             "offerings": offerings,
             "pools": pools,
         },
@@ -55,28 +63,24 @@ def _form_page(
     title: str,
     save: Callable[[dict[str, Any]], Any],
 ) -> HttpResponse:
-    """Show `form`; on a valid post call `save` (one service) and go back to the overview."""
-    if request.method == "POST" and form.is_valid():
-        try:
-            saved = save(form.cleaned_data)
-        except ApplicationError as error:
-            form_add_error(form, error)
-        else:
-            messages.success(request, f"{title}: {saved} is saved.")
-            return redirect("catalog:overview")
-    status = 400 if request.method == "POST" else 200
+    """Show `form`; on a valid post call `save` (one service) and go back to the overview.
+
+    A refused post shows the form again, each error on the field it names: 400 for bad input,
+    409 when the slug or name is taken already.
+    """
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                saved = save(form.cleaned_data)
+            except (ValidationFailed, Conflict) as error:
+                form_add_error(form, error)
+                status = error.status
+            else:
+                messages.success(request, f"{title}: {saved} is saved.")
+                return redirect("catalog:overview")
     return render(request, "catalog/form.html", {"form": form, "title": title}, status=status)
-
-
-@login_required
-def model_create(request: AuthenticatedHttpRequest) -> HttpResponse:
-    _require_admin(request)
-    return _form_page(
-        request,
-        form=GpuModelForm(request.POST or None),
-        title="New GPU model",
-        save=lambda data: services.gpu_model_create(actor=request.user, **data),
-    )
 
 
 def _initial(instance: Any, form_class: type[forms.Form]) -> dict[str, Any]:
@@ -84,14 +88,23 @@ def _initial(instance: Any, form_class: type[forms.Form]) -> dict[str, Any]:
 
 
 @login_required
-def model_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+def model_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     _require_admin(request)
-    gpu_model = GpuModel.objects.filter(slug=slug).first()
-    if gpu_model is None:
-        raise Http404
     return _form_page(
         request,
-        form=GpuModelForm(request.POST or None, initial=_initial(gpu_model, GpuModelForm)),
+        form=GpuModelForm(_posted(request)),
+        title="New GPU model",
+        save=lambda data: services.gpu_model_create(actor=request.user, **data),
+    )
+
+
+@login_required
+def model_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    _require_admin(request)
+    gpu_model = get_object_or_404(GpuModel, slug=slug)
+    return _form_page(
+        request,
+        form=GpuModelForm(_posted(request), initial=_initial(gpu_model, GpuModelForm)),
         title=f"Edit {gpu_model.name}",
         save=lambda data: services.gpu_model_update(
             actor=request.user, gpu_model=gpu_model, **data
@@ -104,7 +117,7 @@ def backend_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     _require_admin(request)
     return _form_page(
         request,
-        form=SharingBackendForm(request.POST or None),
+        form=SharingBackendForm(_posted(request)),
         title="New sharing backend",
         save=lambda data: services.sharing_backend_create(actor=request.user, **data),
     )
@@ -115,7 +128,7 @@ def offering_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     _require_admin(request)
     return _form_page(
         request,
-        form=OfferingForm(request.POST or None),
+        form=OfferingForm(_posted(request)),
         title="New offering",
         save=lambda data: services.offering_create(actor=request.user, **data),
     )
@@ -124,14 +137,12 @@ def offering_create(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 def offering_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     _require_admin(request)
-    offering = Offering.objects.filter(slug=slug).first()
-    if offering is None:
-        raise Http404
+    offering = get_object_or_404(Offering, slug=slug)
     initial = _initial(offering, OfferingForm)
     initial["gpu_eq"] = str(offering.gpu_eq)
     return _form_page(
         request,
-        form=OfferingForm(request.POST or None, initial=initial),
+        form=OfferingForm(_posted(request), initial=initial),
         title=f"Edit {offering.name}",
         save=lambda data: services.offering_update(actor=request.user, offering=offering, **data),
     )
@@ -142,7 +153,7 @@ def pool_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     _require_admin(request)
     return _form_page(
         request,
-        form=GpuPoolForm(request.POST or None),
+        form=GpuPoolForm(_posted(request)),
         title="New GPU pool",
         save=lambda data: services.gpu_pool_create(actor=request.user, **data),
     )

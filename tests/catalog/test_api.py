@@ -1,7 +1,10 @@
 import pytest
+from django.core.management import call_command
 
-from portal.catalog.models import Offering
+from portal.catalog.models import GpuModel, Offering
 from portal.catalog.presets import catalog_presets_load
+from portal.catalog.services import offering_create, offering_update
+from tests.tenants.factories import a100, mig_backend
 
 
 @pytest.fixture
@@ -9,10 +12,112 @@ def presets(db) -> None:
     catalog_presets_load(actor=None)
 
 
-def test_everyone_signed_in_reads_the_catalog(client_for, developer, outsider, presets) -> None:
-    for user in (developer, outsider):
-        models = client_for(user).get("/api/v1/gpu-models/").json()
-        assert "a100-80gb" in [model["slug"] for model in models["results"]]
+CATALOG_ENDPOINTS = [
+    ("get", "/api/v1/gpu-models/"),
+    ("post", "/api/v1/gpu-models/"),
+    ("get", "/api/v1/gpu-models/a100-80gb/"),
+    ("patch", "/api/v1/gpu-models/a100-80gb/"),
+    ("get", "/api/v1/offerings/"),
+    ("post", "/api/v1/offerings/"),
+    ("get", "/api/v1/offerings/t4-whole/"),
+    ("patch", "/api/v1/offerings/t4-whole/"),
+]
+
+PERSONAS = ["developer", "lead", "outsider", "finance_user", "admin_user"]
+NON_ADMINS = ["developer", "lead", "outsider", "finance_user"]
+
+NEW_MODEL = {
+    "slug": "h200", "name": "NVIDIA H200", "vendor": "NVIDIA", "memory_mib": 143360,
+    "node_label_value": "NVIDIA-H200",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "url"), CATALOG_ENDPOINTS)
+def test_anonymous_callers_get_401(client, presets, method, url) -> None:
+    response = getattr(client, method)(url, {}, content_type="application/json")
+
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_everyone_signed_in_reads_the_catalog(request, client_for, presets, persona) -> None:
+    client = client_for(request.getfixturevalue(persona))
+
+    models = client.get("/api/v1/gpu-models/").json()
+    model = client.get("/api/v1/gpu-models/a100-80gb/")
+    offerings = client.get("/api/v1/offerings/").json()
+    offering = client.get("/api/v1/offerings/t4-whole/")
+
+    assert "a100-80gb" in [model["slug"] for model in models["results"]]
+    assert model.status_code == 200
+    assert model.json()["node_label_key"] == "nvidia.com/gpu.product"
+    assert model.json()["node_label_value"] == "NVIDIA-A100-SXM4-80GB"
+    assert offerings["count"] == Offering.objects.count()
+    assert offering.status_code == 200
+    assert offering.json()["gpu_eq"] == "1"
+
+
+@pytest.mark.parametrize("persona", NON_ADMINS)
+def test_only_admins_change_the_catalog(request, client_for, presets, persona) -> None:
+    client = client_for(request.getfixturevalue(persona))
+
+    statuses = [
+        client.post("/api/v1/gpu-models/", NEW_MODEL, content_type="application/json"),
+        client.patch("/api/v1/gpu-models/t4/", {"enabled": False}, content_type="application/json"),
+        client.post("/api/v1/offerings/", {}, content_type="application/json"),
+        client.patch(
+            "/api/v1/offerings/t4-whole/", {"enabled": False}, content_type="application/json"
+        ),
+    ]
+
+    assert [response.status_code for response in statuses] == [403] * 4
+    assert not GpuModel.objects.filter(slug="h200").exists()
+    assert GpuModel.objects.get(slug="t4").enabled
+    assert Offering.objects.get(slug="t4-whole").enabled
+
+
+def test_admin_adds_and_changes_a_gpu_model(client_for, admin_user, presets) -> None:
+    client = client_for(admin_user)
+
+    created = client.post("/api/v1/gpu-models/", NEW_MODEL, content_type="application/json")
+    changed = client.patch(
+        "/api/v1/gpu-models/h200/", {"memory_mib": 144384}, content_type="application/json"
+    )
+
+    assert created.status_code == 201
+    assert created.json()["node_label_key"] == "nvidia.com/gpu.product"
+    assert changed.status_code == 200
+    assert changed.json()["memory_mib"] == 144384
+    assert changed.json()["name"] == "NVIDIA H200"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"memory_mib": "lots"}, "memory_mib"),
+        ({"node_label_value": "not a label!"}, "node_label_value"),
+        ({"slug": "Not A Slug"}, "slug"),
+        ({"slug": "a100-80gb"}, "slug"),
+    ],
+)
+def test_bad_gpu_models_are_refused_naming_the_field(
+    client_for, admin_user, presets, change, field
+) -> None:
+    response = client_for(admin_user).post(
+        "/api/v1/gpu-models/", {**NEW_MODEL, **change}, content_type="application/json"
+    )
+
+    assert response.status_code == 400
+    assert field in response.json()["error"]["fields"]
+    assert not GpuModel.objects.filter(name="NVIDIA H200").exists()
+
+
+def test_unknown_gpu_model_is_404(client_for, developer, presets) -> None:
+    response = client_for(developer).get("/api/v1/gpu-models/nope/")
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
 
 
 def test_offerings_show_resources_and_exact_gpu_eq(client_for, developer, presets) -> None:
@@ -75,6 +180,74 @@ def test_bad_offerings_are_refused_naming_the_field(
     assert not Offering.objects.filter(slug="t4-new").exists()
 
 
+def test_offerings_filter_by_enabled_and_backend(client_for, developer, presets) -> None:
+    offering_update(actor=None, offering=Offering.objects.get(slug="t4-whole"), enabled=False)
+    client = client_for(developer)
+
+    def slugs(query: str) -> set[str]:
+        body = client.get(f"/api/v1/offerings/?page_size=500&{query}").json()
+        return {offering["slug"] for offering in body["results"]}
+
+    assert "t4-whole" not in slugs("enabled=true")
+    assert slugs("enabled=false") == {"t4-whole"}
+    assert len(slugs("")) == Offering.objects.count()
+    assert slugs("backend=mig") == set(
+        Offering.objects.filter(backend__slug="mig").values_list("slug", flat=True)
+    )
+
+
+def test_a_bad_enabled_filter_is_bad_input_naming_it(client_for, developer, presets) -> None:
+    response = client_for(developer).get("/api/v1/offerings/?enabled=maybe")
+
+    assert response.status_code == 400
+    assert "enabled" in response.json()["error"]["fields"]
+
+
+def test_offering_gpu_eq_is_written_as_a_whole_number_or_a_decimal_string(
+    client_for, admin_user, presets
+) -> None:
+    client = client_for(admin_user)
+    base = {"gpu_model": "t4", "resources": {"nvidia.com/gpu": "2"}, "size": "2 GPUs"}
+
+    whole = client.post(
+        "/api/v1/offerings/",
+        {**base, "slug": "t4-two", "name": "T4 x2", "backend": "whole", "whole": True,
+         "gpu_eq": 2},
+        content_type="application/json",
+    )  # fmt: skip
+    eighth = client.post(
+        "/api/v1/offerings/",
+        {**base, "slug": "t4-ts-1-8", "name": "T4 eighth", "backend": "time-slicing",
+         "size": "1/8", "resources": {"nvidia.com/gpu.shared": "1"}, "gpu_eq": "0.125"},
+        content_type="application/json",
+    )  # fmt: skip
+
+    assert whole.status_code == 201, whole.json()
+    assert (whole.json()["gpu_eq"], whole.json()["gpu_eq_display"]) == ("2", "2")
+    assert eighth.status_code == 201, eighth.json()
+    assert (eighth.json()["gpu_eq"], eighth.json()["gpu_eq_display"]) == ("1/8", "0.13")
+
+
+@pytest.mark.parametrize("count", [3, 30])
+def test_offering_list_queries_do_not_grow_with_offerings(
+    client_for, admin_user, django_assert_num_queries, count
+) -> None:
+    model, backend = a100(admin_user), mig_backend(admin_user)
+    for number in range(count):
+        offering_create(
+            actor=admin_user, slug=f"a100-share-{number}", name=f"A100 share {number}",
+            gpu_model=model, backend=backend, size="1g.10gb",
+            resources={"nvidia.com/mig-1g.10gb": "1"}, gpu_eq="1/7",
+        )  # fmt: skip
+    client = client_for(admin_user)
+
+    # session, user, count, page (with models and backends joined)
+    with django_assert_num_queries(4):
+        response = client.get("/api/v1/offerings/?page_size=50")
+
+    assert len(response.json()["results"]) == count
+
+
 def test_admin_disables_an_offering(client_for, admin_user, presets) -> None:
     response = client_for(admin_user).patch(
         "/api/v1/offerings/t4-whole/", {"enabled": False}, content_type="application/json"
@@ -89,6 +262,4 @@ def test_unknown_offering_is_404(client_for, developer, presets) -> None:
 
 
 def test_the_schema_generates_without_warnings(db) -> None:
-    from django.core.management import call_command  # noqa: PLC0415
-
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")

@@ -74,7 +74,7 @@ def portal_on(own_postgres: PostgresServer) -> Iterator[str]:
 
     def serving() -> bool:
         try:
-            return requests.get(f"{url}/healthz", timeout=1).status_code == 200
+            return requests.get(f"{url}/healthz", timeout=5).status_code == 200
         except requests.ConnectionError:
             return False
 
@@ -89,14 +89,14 @@ def portal_on(own_postgres: PostgresServer) -> Iterator[str]:
 def test_readyz_names_the_database_while_it_is_down_and_recovers(
     own_postgres: PostgresServer, portal_on: str
 ) -> None:
-    assert requests.get(f"{portal_on}/readyz", timeout=5).status_code == 200
+    assert requests.get(f"{portal_on}/readyz", timeout=30).status_code == 200
 
     own_postgres.pause()
-    down = requests.get(f"{portal_on}/readyz", timeout=10)
+    down = requests.get(f"{portal_on}/readyz", timeout=30)
 
     assert down.status_code == 503
     assert down.json()["failing"] == ["database"]
-    assert requests.get(f"{portal_on}/healthz", timeout=5).status_code == 200
+    assert requests.get(f"{portal_on}/healthz", timeout=30).status_code == 200
 
     own_postgres.start()
-    assert requests.get(f"{portal_on}/readyz", timeout=10).status_code == 200
+    assert requests.get(f"{portal_on}/readyz", timeout=30).status_code == 200

@@ -257,3 +257,10 @@ def test_tenants_list_runs_the_same_queries_for_5_and_500_tenants(
 
     assert response.status_code == 200
     assert f"({count} tenants)" in response.text or count <= 25
+
+
+def test_an_empty_tenant_form_says_what_is_missing(client_for, admin_user) -> None:
+    response = client_for(admin_user).post("/manage/tenants/new/", {})
+
+    assert response.status_code == 400
+    assert "Slug: This field is required." in response.text

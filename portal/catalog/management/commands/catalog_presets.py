@@ -4,6 +4,8 @@ from django.core.management.base import BaseCommand
 
 from portal.catalog.presets import catalog_presets_load
 
+_KINDS = {"backends": "sharing backends", "models": "GPU models", "offerings": "offerings"}
+
 
 class Command(BaseCommand):
     help = (
@@ -12,6 +14,10 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # A system write: the audit events name no actor, as for other commands run by an admin.
         created = catalog_presets_load(actor=None)
-        summary = ", ".join(f"{count} {kind}" for kind, count in created.items())
+        if not any(created.values()):
+            self.stdout.write("Catalog presets: nothing to create, every preset exists already.")
+            return
+        summary = ", ".join(f"{created[kind]} {label}" for kind, label in _KINDS.items())
         self.stdout.write(self.style.SUCCESS(f"Catalog presets loaded: created {summary}."))

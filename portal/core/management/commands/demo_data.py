@@ -1,6 +1,7 @@
-"""Load the demo: a few tenants, the four personas with known passwords, a GPU catalog.
+"""Load the demo: a few tenants, the personas with known passwords, the GPU catalog presets,
+a few GPU pools in a `demo` cluster and the tenants' GPU quotas.
 
-Safe to run again: what exists already is kept as it is.
+Safe to run again: what exists already is kept as it is, so a second run changes nothing.
 """
 
 from typing import Any
@@ -33,12 +34,14 @@ PERSONAS: list[tuple[str, str, GlobalRole, list[tuple[str, MemberRole]]]] = [
 ]
 
 
-# (pool name, GPU model, sharing backend, nodes) in the demo cluster
+DEMO_CLUSTER = "demo"
+
+# (pool name, GPU model, sharing backend, nodes, GPUs per node) in the demo cluster
 POOLS = [
-    ("a100-mig", "a100-80gb", "mig", 2),
-    ("a100-whole", "a100-80gb", "whole", 2),
-    ("h100", "h100-80gb", "whole", 1),
-    ("t4-shared", "t4", "time-slicing", 4),
+    ("a100-mig", "a100-80gb", "mig", 2, 8),
+    ("a100-whole", "a100-80gb", "whole", 2, 8),
+    ("h100", "h100-80gb", "whole", 1, 8),
+    ("t4-shared", "t4", "time-slicing", 4, 4),
 ]
 
 # (tenant, GPU model, quota in GPU-eq)
@@ -91,16 +94,17 @@ class Command(BaseCommand):
         catalog_presets_load(actor=None)
         models = {model.slug: model for model in GpuModel.objects.all()}
         backends = {backend.slug: backend for backend in SharingBackend.objects.all()}
-        pools = set(GpuPool.objects.filter(cluster="demo").values_list("name", flat=True))
-        for name, model, backend, nodes in POOLS:
+        pools = set(GpuPool.objects.filter(cluster=DEMO_CLUSTER).values_list("name", flat=True))
+        for name, model, backend, nodes, gpus_per_node in POOLS:
             if name not in pools:
                 gpu_pool_create(
                     actor=None,
-                    cluster="demo",
+                    cluster=DEMO_CLUSTER,
                     name=name,
                     gpu_model=models[model],
                     backend=backends[backend],
                     node_count=nodes,
+                    gpus_per_node=gpus_per_node,
                 )
         quotas = set(Quota.objects.values_list("tenant__slug", "gpu_model__slug"))
         for slug, model, amount in QUOTAS:
