@@ -49,6 +49,7 @@ urlpatterns = [
     path("metrics", core_views.metrics, name="metrics"),
     path("accounts/", include("portal.accounts.urls")),
     path("audit/", core_views.audit_log, name="audit"),
+    path("", include("portal.allocations.urls")),
     path("", include("tenants.urls")),
     path("manage/catalog/", include("portal.catalog.urls")),
     path("api/v1/", include((api_v1, "api"), namespace="api")),

@@ -22,8 +22,10 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from portal import celery_app
 from portal.accounts.models import GlobalRole, User
 from portal.accounts.services import user_create
+from portal.catalog.models import Offering
+from portal.catalog.presets import catalog_presets_load
 from tenants.models import MemberRole, Tenant
-from tenants.services import membership_set, tenant_create
+from tenants.services import membership_set, quota_set, tenant_create, tenant_update
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -106,6 +108,26 @@ def client_for() -> Callable[[User], Client]:
         return client
 
     return make
+
+
+# The GPU catalog presets, and tenant A with an A100 quota.
+
+
+@pytest.fixture
+def catalog(db) -> dict[str, Offering]:
+    catalog_presets_load(actor=None)
+    return {offering.slug: offering for offering in Offering.objects.select_related("gpu_model")}
+
+
+@pytest.fixture
+def a100_tenant(tenant_a: Tenant, admin_user, catalog) -> Tenant:
+    """Tenant A with 10 A100-80GB GPU-eq, auto-approving up to 1 GPU-eq for 8 hours."""
+    quota_set(
+        actor=admin_user, tenant=tenant_a, gpu_model=catalog["a100-80gb-whole"].gpu_model, gpu_eq=10
+    )
+    return tenant_update(
+        actor=admin_user, tenant=tenant_a, auto_approve_gpu_eq="1", auto_approve_hours=8
+    )
 
 
 # Redis and a real Celery worker consuming from it.

@@ -43,6 +43,13 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "tenants:quota-request-create": ("post", "tenant", (302, 403, 400, 404, 403, 403)),
     "tenants:quota-request-decide": ("post", "quota_request", (302, 403, 403, 404, 403, 400)),
     "audit": ("get", "", (302, 200, 200, 200, 200, 200)),
+    "allocations:mine": ("get", "", (302, 200, 200, 200, 200, 200)),
+    "allocations:new": ("get", "", (302, 200, 200, 200, 404, 200)),
+    "allocations:preview": ("get", "", (302, 200, 200, 200, 200, 200)),
+    "allocations:transition": ("post", "page_request", (302, 403, 302, 404, 403, 302)),
+    "allocations:approvals": ("get", "", (302, 404, 200, 404, 404, 200)),
+    "allocations:approve-selected": ("post", "", (302, 404, 302, 404, 404, 302)),
+    "allocations:all": ("get", "", (302, 404, 404, 404, 200, 200)),
     "catalog:overview": ("get", "", (302, 404, 404, 404, 404, 200)),
     "catalog:model-create": ("get", "", (302, 404, 404, 404, 404, 200)),
     "catalog:model-edit": ("get", "gpu_model", (302, 404, 404, 404, 404, 200)),
@@ -121,7 +128,9 @@ def walk_kwargs(
     quota_set(actor=None, tenant=tenant_a, gpu_model=model, gpu_eq=8)
     pending = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=8)
     assert pending.state == "pending"
+    page_request = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=8)
     return {
+        "page_request": {"pk": page_request.pk, "action": "approve"},
         "": {},
         "gpu_request": {"pk": pending.pk},
         "tenant": {"slug": tenant_a.slug},

@@ -118,27 +118,18 @@ class GpuRequestTransition(GenericAPIView[GpuRequest]):
     def post(self, request: Request, pk: int) -> Response:
         user = _user(request)
         gpu_request = gpu_request_for(user, pk)
+        hours = 0
         if self.transition == "extend":
-            hours = ExtendSerializer(data=request.data)
-            hours.is_valid(raise_exception=True)
-            done = services.gpu_request_extend(
-                actor=user, gpu_request=gpu_request, hours=hours.validated_data["hours"]
-            )
-            return Response(self.get_serializer(done).data)
+            extend = ExtendSerializer(data=request.data)
+            extend.is_valid(raise_exception=True)
+            hours = extend.validated_data["hours"]
         comment = CommentSerializer(data=request.data)
         comment.is_valid(raise_exception=True)
-        text = comment.validated_data["comment"]
-        if self.transition == "approve":
-            done = services.gpu_request_approve(actor=user, gpu_request=gpu_request, comment=text)
-        elif self.transition == "reject":
-            done = services.gpu_request_reject(actor=user, gpu_request=gpu_request, comment=text)
-        elif self.transition == "cancel":
-            done = services.gpu_request_cancel(actor=user, gpu_request=gpu_request)
-        elif self.transition == "release":
-            done = services.gpu_request_release(actor=user, gpu_request=gpu_request)
-        else:
-            done = services.gpu_request_revoke(actor=user, gpu_request=gpu_request, comment=text)
+        done = services.gpu_request_transition(
+            actor=user,
+            gpu_request=gpu_request,
+            action=self.transition,
+            comment=comment.validated_data["comment"],
+            hours=hours,
+        )
         return Response(self.get_serializer(done).data)
-
-
-TRANSITIONS = ("approve", "reject", "cancel", "release", "extend", "revoke")

@@ -1,11 +1,7 @@
 from django.urls import URLPattern, path
 
-from portal.allocations.api import (
-    TRANSITIONS,
-    GpuRequestDetail,
-    GpuRequestList,
-    GpuRequestTransition,
-)
+from portal.allocations.api import GpuRequestDetail, GpuRequestList, GpuRequestTransition
+from portal.allocations.services import TRANSITIONS
 
 urlpatterns: list[URLPattern] = [
     path("requests/", GpuRequestList.as_view(), name="requests"),

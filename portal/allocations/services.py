@@ -371,3 +371,25 @@ def allocations_expire(*, now: datetime | None = None) -> int:
                 return expired
             _transition(due, actor=None, to=RequestState.EXPIRED, action="expire")
             expired += 1
+
+
+TRANSITIONS = ("approve", "reject", "cancel", "release", "extend", "revoke")
+
+
+def gpu_request_transition(
+    *, actor: User, gpu_request: GpuRequest, action: str, comment: str = "", hours: int = 0
+) -> GpuRequest:
+    """The transition named `action`, as the API and pages offer them; see each service."""
+    if action == "approve":
+        return gpu_request_approve(actor=actor, gpu_request=gpu_request, comment=comment)
+    if action == "reject":
+        return gpu_request_reject(actor=actor, gpu_request=gpu_request, comment=comment)
+    if action == "cancel":
+        return gpu_request_cancel(actor=actor, gpu_request=gpu_request)
+    if action == "release":
+        return gpu_request_release(actor=actor, gpu_request=gpu_request)
+    if action == "extend":
+        return gpu_request_extend(actor=actor, gpu_request=gpu_request, hours=hours)
+    if action == "revoke":
+        return gpu_request_revoke(actor=actor, gpu_request=gpu_request, comment=comment)
+    raise _invalid("action", f"Unknown action {action!r}.")

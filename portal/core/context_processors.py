@@ -7,11 +7,14 @@ from portal.accounts.selectors import persona_of
 # (label, url name, personas that see it). Pages still check access themselves.
 NAVIGATION = [
     ("My workspace", "tenants:mine", {"developer", "lead", "admin"}),
+    ("My requests", "allocations:mine", {"developer", "lead", "admin"}),
+    ("Approvals", "allocations:approvals", {"lead", "admin"}),
     ("Team", "tenants:team", {"lead"}),
     ("Chargeback", "tenants:finance", {"finance", "admin"}),
     ("Tenants", "tenants:manage", {"admin"}),
     ("Quota requests", "tenants:quota-queue", {"admin"}),
     ("Catalog", "catalog:overview", {"admin"}),
+    ("All requests", "allocations:all", {"finance", "admin"}),
     ("Audit log", "audit", {"developer", "lead", "finance", "admin"}),
 ]
 

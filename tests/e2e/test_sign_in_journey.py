@@ -5,18 +5,19 @@ from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.browser
 
+ADMIN_NAVIGATION = [
+    "My workspace", "My requests", "Approvals", "Chargeback", "Tenants",
+    "Quota requests", "Catalog", "All requests", "Audit log",
+]  # fmt: skip
+
 
 @pytest.mark.parametrize(
     ("persona", "heading", "nav_links"),
     [
-        ("developer", "My workspace", ["My workspace", "Audit log"]),
-        ("lead", "Team", ["My workspace", "Team", "Audit log"]),
-        ("finance_user", "Chargeback", ["Chargeback", "Audit log"]),
-        (
-            "admin_user",
-            "Tenants",
-            ["My workspace", "Chargeback", "Tenants", "Quota requests", "Catalog", "Audit log"],
-        ),
+        ("developer", "My workspace", ["My workspace", "My requests", "Audit log"]),
+        ("lead", "Team", ["My workspace", "My requests", "Approvals", "Team", "Audit log"]),
+        ("finance_user", "Chargeback", ["Chargeback", "All requests", "Audit log"]),
+        ("admin_user", "Tenants", ADMIN_NAVIGATION),
     ],
 )
 def test_each_persona_signs_in_in_the_browser_and_lands_on_its_start_page(

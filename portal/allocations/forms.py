@@ -1,0 +1,41 @@
+from django import forms
+
+from portal.allocations.models import Purpose
+from portal.catalog.models import Offering
+from tenants.models import Tenant
+
+
+class OfferingChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
+    def label_from_instance(self, obj: Offering) -> str:
+        return f"{obj.size} · {obj.backend.name} ({obj.gpu_eq} GPU-eq)"
+
+
+class GpuRequestForm(forms.Form):
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), to_field_name="slug")
+    offering = OfferingChoiceField(
+        queryset=Offering.objects.none(), to_field_name="slug", label="GPU and size"
+    )
+    count = forms.IntegerField(initial=1, help_text="How many units of the offering")
+    duration_hours = forms.IntegerField(label="Duration (hours)", required=False)
+    purpose = forms.ChoiceField(choices=Purpose.choices, initial=Purpose.NOTEBOOK)
+    justification = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args: object, tenants: object, offerings: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["tenant"].queryset = tenants  # type: ignore[attr-defined]
+        self.fields["offering"].queryset = offerings  # type: ignore[attr-defined]
+
+    def offering_groups(self) -> list[tuple[str, list[Offering]]]:
+        """Offerings grouped by GPU model, for the select's optgroups."""
+        groups: dict[str, list[Offering]] = {}
+        for offering in self.fields["offering"].queryset:  # type: ignore[attr-defined]
+            groups.setdefault(offering.gpu_model.name, []).append(offering)
+        return list(groups.items())
+
+
+class DecisionForm(forms.Form):
+    comment = forms.CharField(required=False)
+
+
+class ExtendForm(forms.Form):
+    hours = forms.IntegerField(min_value=1)

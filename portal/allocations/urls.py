@@ -1,0 +1,15 @@
+from django.urls import path
+
+from portal.allocations import views
+
+app_name = "allocations"
+
+urlpatterns = [
+    path("requests/", views.mine, name="mine"),
+    path("requests/new/", views.request_new, name="new"),
+    path("requests/preview/", views.request_preview, name="preview"),
+    path("requests/<int:pk>/<slug:action>/", views.transition, name="transition"),
+    path("approvals/", views.approvals, name="approvals"),
+    path("approvals/approve/", views.approve_selected, name="approve-selected"),
+    path("manage/requests/", views.all_requests, name="all"),
+]

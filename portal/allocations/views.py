@@ -1,0 +1,232 @@
+"""Request pages: the request form with its live preview, My requests, the lead's approvals
+queue and the admin's view of every request. Writes go through allocations.services."""
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from portal.allocations import services
+from portal.allocations.forms import DecisionForm, ExtendForm, GpuRequestForm
+from portal.allocations.models import GpuRequest, RequestState
+from portal.allocations.selectors import (
+    approvals_queue_for,
+    gpu_request_for,
+    gpu_requests_visible_to,
+)
+from portal.catalog.models import Offering
+from portal.core.errors import ApplicationError, ValidationFailed
+from portal.core.http import AuthenticatedHttpRequest
+from portal.core.pages import form_add_error
+from tenants.access import Access, tenant_for
+from tenants.models import Tenant, TenantState
+from tenants.selectors import memberships_of
+
+PER_PAGE = 25
+POLL_DONE = 286  # htmx stops polling on this status
+
+
+def _requestable_tenants(request: AuthenticatedHttpRequest) -> QuerySet[Tenant]:
+    active = Tenant.objects.filter(state=TenantState.ACTIVE)
+    if request.user.is_portal_admin:
+        return active
+    return active.filter(pk__in=memberships_of(request.user).values("tenant"))
+
+
+def _offerings() -> QuerySet[Offering]:
+    return Offering.objects.filter(enabled=True, gpu_model__enabled=True).select_related(
+        "gpu_model", "backend"
+    )
+
+
+@login_required
+def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Ask for GPUs; the decision comes at once (approved, waiting for a lead, or refused)."""
+    tenants = _requestable_tenants(request)
+    if not tenants.exists() and not request.user.is_portal_admin:
+        raise Http404
+    form = GpuRequestForm(request.POST or None, tenants=tenants, offerings=_offerings())
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                gpu_request = services.gpu_request_submit(
+                    actor=request.user,
+                    tenant=data["tenant"],
+                    offering=data["offering"],
+                    count=data["count"],
+                    duration_hours=data["duration_hours"],
+                    purpose=data["purpose"],
+                    justification=data["justification"],
+                )
+            except ApplicationError as error:
+                form_add_error(form, error)
+                status = error.status
+            else:
+                if gpu_request.state == RequestState.REJECTED:
+                    form.add_error("count", gpu_request.decision_comment)
+                    status = 409
+                else:
+                    if gpu_request.state == RequestState.APPROVED:
+                        messages.success(request, f"Request {gpu_request.pk} is approved.")
+                    else:
+                        messages.info(
+                            request, f"Request {gpu_request.pk} is waiting for a lead's approval."
+                        )
+                    return redirect("allocations:mine")
+    return render(request, "allocations/request_form.html", {"form": form}, status=status)
+
+
+@login_required
+def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The form's live preview: quota left after this request and the path it will take."""
+    context: dict[str, Any] = {"preview": None}
+    params = request.GET
+    offering = _offerings().filter(slug=params.get("offering", "")).first()
+    try:
+        count = int(params.get("count") or 1)
+        tenant = tenant_for(request.user, params.get("tenant", ""), Access.REQUEST)
+    except (ValueError, ApplicationError):
+        return render(request, "allocations/request_form.html#preview", context)
+    if offering is not None:
+        check = services.quota_check_preview(tenant=tenant, offering=offering, count=count)
+        hours = int(params.get("duration_hours") or tenant.default_duration_hours)
+        if check is None:
+            path = "no-quota"
+        elif not check.fits:
+            path = "exceeds"
+        elif services.within_policy(tenant, gpu_eq=check.requested, duration_hours=hours):
+            path = "approved"
+        else:
+            path = "lead"
+        context["preview"] = {
+            "tenant": tenant,
+            "offering": offering,
+            "check": check,
+            "after": check.remaining - check.requested if check else None,
+            "path": path,
+            "hours": hours,
+        }
+    return render(request, "allocations/request_form.html#preview", context)
+
+
+@login_required
+def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """My requests; while any is pending, htmx polls the table, then stops (HTTP 286)."""
+    requests = gpu_requests_visible_to(request.user).filter(requester=request.user)
+    page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
+    waiting = requests.filter(state=RequestState.PENDING).exists()
+    context = {"page": page, "waiting": waiting, "extend_form": ExtendForm()}
+    if request.htmx:
+        response = render(request, "allocations/mine.html#requests-table", context)
+        if not waiting:
+            response.status_code = POLL_DONE
+        return response
+    return render(request, "allocations/mine.html", context)
+
+
+@login_required
+@require_POST
+def transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
+    """approve, reject, cancel, release, revoke or extend one request, then go back."""
+    if action not in services.TRANSITIONS:
+        raise Http404
+    gpu_request = gpu_request_for(request.user, pk)
+    hours = 0
+    if action == "extend":
+        form = ExtendForm(request.POST)
+        if not form.is_valid():
+            raise ValidationFailed("hours: extend by at least 1 hour.", fields={"hours": ["≥ 1"]})
+        hours = form.cleaned_data["hours"]
+    decision = DecisionForm(request.POST)
+    decision.is_valid()
+    done = services.gpu_request_transition(
+        actor=request.user,
+        gpu_request=gpu_request,
+        action=action,
+        comment=decision.cleaned_data.get("comment", ""),
+        hours=hours,
+    )
+    messages.success(request, f"Request {done.pk} is {done.state}.")
+    back = request.POST.get("next", "")
+    return redirect(
+        back if back.startswith("/") and not back.startswith("//") else "allocations:mine"
+    )
+
+
+def _require_approver(request: AuthenticatedHttpRequest) -> QuerySet[GpuRequest]:
+    queue = approvals_queue_for(request.user)
+    if (
+        not request.user.is_portal_admin
+        and not memberships_of(request.user).filter(role="lead").exists()
+    ):
+        raise Http404
+    return queue
+
+
+@login_required
+def approvals(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """A lead's queue of pending requests in their tenants: filter by tenant, oldest first."""
+    queue = _require_approver(request)
+    tenant = request.GET.get("tenant", "")
+    if tenant:
+        queue = queue.filter(tenant__slug=tenant)
+    if request.GET.get("sort") == "newest":
+        queue = queue.order_by("-created_at", "-id")
+    page = Paginator(queue, PER_PAGE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "allocations/approvals.html",
+        {"page": page, "tenant": tenant, "sort": request.GET.get("sort", "oldest")},
+    )
+
+
+@login_required
+@require_POST
+def approve_selected(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Approve several requests: each is its own decision, with its own quota check."""
+    _require_approver(request)
+    approved, refused = [], []
+    for raw_id in request.POST.getlist("ids"):
+        try:
+            gpu_request = gpu_request_for(request.user, int(raw_id))
+            services.gpu_request_approve(
+                actor=request.user, gpu_request=gpu_request, comment=request.POST.get("comment", "")
+            )
+        except (ValueError, ApplicationError) as error:
+            refused.append(f"{raw_id}: {getattr(error, 'message', error)}")
+        else:
+            approved.append(raw_id)
+    if approved:
+        messages.success(request, f"Approved {len(approved)}: {', '.join(approved)}.")
+    for reason in refused:
+        messages.error(request, f"Not approved {reason}")
+    if not approved and not refused:
+        messages.warning(request, "Select the requests to approve.")
+    return redirect("allocations:approvals")
+
+
+@login_required
+def all_requests(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Every tenant's requests, for admins (and finance, read-only)."""
+    if not request.user.sees_all_tenants:
+        raise Http404
+    requests = gpu_requests_visible_to(request.user)
+    tenant, state = request.GET.get("tenant", ""), request.GET.get("state", "")
+    if tenant:
+        requests = requests.filter(tenant__slug=tenant)
+    if state in RequestState.values:
+        requests = requests.filter(state=state)
+    page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "allocations/all.html",
+        {"page": page, "tenant": tenant, "state": state, "states": RequestState.choices},
+    )
