@@ -133,12 +133,25 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
         "task": "portal.allocations.tasks.expire_allocations",
         "schedule": 60.0,
     },
+    "notify-expiring-allocations": {
+        "task": "portal.allocations.tasks.notify_expiring_allocations",
+        "schedule": 300.0,
+    },
 }
 
 # The cluster: dry-run renders and records what would be applied; kubernetes applies it.
 PORTAL_CLUSTER_MODE = env.choice(
     "PORTAL_CLUSTER_MODE", choices=("dry-run", "kubernetes"), default="dry-run"
 )
+
+# Notifications: the portal's own address (for links in emails), and an optional webhook that
+# receives every request event as signed JSON.
+PORTAL_BASE_URL = env.text_or("PORTAL_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+PORTAL_WEBHOOK_URL = env.text("PORTAL_WEBHOOK_URL")
+PORTAL_WEBHOOK_SECRET = env.secret("PORTAL_WEBHOOK_SECRET")
+if PORTAL_WEBHOOK_URL and not PORTAL_WEBHOOK_SECRET:
+    raise ImproperlyConfigured("PORTAL_WEBHOOK_SECRET is required when PORTAL_WEBHOOK_URL is set")
+PORTAL_EXPIRY_NOTICE_MINUTES = env.integer("PORTAL_EXPIRY_NOTICE_MINUTES", default=60, minimum=1)
 
 # Prometheus, where usage and GPU utilisation are read from. Unset: metering is off.
 PROMETHEUS_URL = env.text("PROMETHEUS_URL")

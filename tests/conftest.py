@@ -166,6 +166,16 @@ def celery_worker(
         task_postrun.disconnect(dispatch_uid="test-close-db")
 
 
+@pytest.fixture
+def tasks_in_process() -> Iterator[None]:
+    """Run tasks at once in the test's thread, as the embedded mode does (no worker needed)."""
+    celery_app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        celery_app.conf.task_always_eager = False
+
+
 def wait_until(check: Callable[[], Any], *, timeout: float = 20.0, what: str = "condition") -> Any:
     """Poll `check` until it returns something truthy; fail the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout

@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fractions import Fraction
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose, RequestState
+from portal.allocations.notifications import notify_on_commit
 from portal.catalog.gpu_eq import gpu_eq_display, gpu_eq_sum
 from portal.catalog.models import Offering
 from portal.core.audit import audit_record
@@ -166,6 +168,8 @@ def gpu_request_submit(
         },
         comment=gpu_request.decision_comment,
     )
+    if gpu_request.state == RequestState.PENDING:
+        notify_on_commit(gpu_request, "request.pending")
     return gpu_request
 
 
@@ -246,13 +250,15 @@ def gpu_request_approve(*, actor: User, gpu_request: GpuRequest, comment: str = 
     locked.decided_at = now
     locked.decision_comment = comment.strip()
     _start(locked, now=now)
-    return _transition(
+    approved = _transition(
         locked,
         actor=actor,
         to=RequestState.APPROVED,
         action="approve",
         comment=locked.decision_comment,
     )
+    notify_on_commit(approved, "request.decided")
+    return approved
 
 
 @transaction.atomic
@@ -264,9 +270,11 @@ def gpu_request_reject(*, actor: User, gpu_request: GpuRequest, comment: str = "
     locked.decided_by = actor
     locked.decided_at = timezone.now()
     locked.decision_comment = comment.strip()
-    return _transition(
+    rejected = _transition(
         locked, actor=actor, to=RequestState.REJECTED, action="reject", comment=comment.strip()
     )
+    notify_on_commit(rejected, "request.decided")
+    return rejected
 
 
 @transaction.atomic
@@ -304,9 +312,11 @@ def gpu_request_revoke(*, actor: User, gpu_request: GpuRequest, comment: str) ->
     locked.ends_at = timezone.now()
     locked.decided_by = actor
     locked.decision_comment = comment.strip()
-    return _transition(
+    revoked = _transition(
         locked, actor=actor, to=RequestState.REVOKED, action="revoke", comment=comment.strip()
     )
+    notify_on_commit(revoked, "allocation.revoked")
+    return revoked
 
 
 @transaction.atomic
@@ -370,7 +380,29 @@ def allocations_expire(*, now: datetime | None = None) -> int:
             if due is None:
                 return expired
             _transition(due, actor=None, to=RequestState.EXPIRED, action="expire")
+            notify_on_commit(due, "allocation.expired")
             expired += 1
+
+
+def allocations_notify_expiring(*, now: datetime | None = None) -> int:
+    """Tell the owners of allocations ending within PORTAL_EXPIRY_NOTICE_MINUTES, once each
+    (an extension clears the mark, so the new end gets its own notice). Returns how many."""
+    moment = now or timezone.now()
+    horizon = moment + timedelta(minutes=settings.PORTAL_EXPIRY_NOTICE_MINUTES)
+    with transaction.atomic():
+        due = list(
+            GpuRequest.objects.select_for_update(skip_locked=True).filter(
+                state__in=HOLDING_STATES,
+                ends_at__gt=moment,
+                ends_at__lte=horizon,
+                expiry_notice_sent_at__isnull=True,
+            )
+        )
+        for gpu_request in due:
+            gpu_request.expiry_notice_sent_at = moment
+            gpu_request.save(update_fields=["expiry_notice_sent_at"])
+            notify_on_commit(gpu_request, "allocation.expiring")
+    return len(due)
 
 
 TRANSITIONS = ("approve", "reject", "cancel", "release", "extend", "revoke")

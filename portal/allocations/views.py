@@ -23,8 +23,8 @@ from portal.catalog.models import Offering
 from portal.core.errors import ApplicationError, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error
-from tenants.access import Access, tenant_for
-from tenants.models import Tenant, TenantState
+from tenants.access import Access, role_in, tenant_for
+from tenants.models import MemberRole, Tenant, TenantState
 from tenants.selectors import memberships_of
 
 PER_PAGE = 25
@@ -113,6 +113,7 @@ def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
             "after": check.remaining - check.requested if check else None,
             "path": path,
             "hours": hours,
+            "can_ask_quota": role_in(request.user, tenant) == MemberRole.LEAD,
         }
     return render(request, "allocations/request_form.html#preview", context)
 

@@ -139,3 +139,15 @@ def test_outsider_cannot_act_on_another_tenants_request(
     assert response.status_code == 404
     allocation.refresh_from_db()
     assert allocation.state == RequestState.APPROVED
+
+
+def test_leads_get_a_one_click_way_to_ask_for_more_quota(
+    client_for, developer, lead, a100_tenant
+) -> None:
+    too_much = form(offering="a100-80gb-whole", count=11)
+
+    for_lead = client_for(lead).get("/requests/preview/", too_much)
+    for_developer = client_for(developer).get("/requests/preview/", too_much)
+
+    assert 'href="/tenants/vision/#quota-requests"' in for_lead.text
+    assert "ask-quota" not in for_developer.text
