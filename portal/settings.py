@@ -258,9 +258,19 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+_EMAIL_BACKEND = env.text_or("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+_SMTP_OPTIONS: dict[str, Any] = {
+    "host": env.text_or("EMAIL_HOST", "localhost"),
+    "port": env.integer("EMAIL_PORT", default=25, minimum=1),
+    "username": env.text_or("EMAIL_HOST_USER", ""),
+    "password": env.secret("EMAIL_HOST_PASSWORD") or "",
+    "use_tls": env.flag("EMAIL_USE_TLS", default=False),
+    "timeout": env.integer("EMAIL_TIMEOUT", default=10, minimum=1),
+}
 MAILERS = {
     "default": {
-        "BACKEND": env.text_or("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"),
+        "BACKEND": _EMAIL_BACKEND,
+        "OPTIONS": _SMTP_OPTIONS if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {},
     }
 }
 DEFAULT_FROM_EMAIL = env.text_or("DEFAULT_FROM_EMAIL", "gpu-portal@localhost")
