@@ -16,7 +16,11 @@ class GpuRequestForm(forms.Form):
         queryset=Offering.objects.none(), to_field_name="slug", label="GPU and size"
     )
     count = forms.IntegerField(initial=1, help_text="How many units of the offering")
-    duration_hours = forms.IntegerField(label="Duration (hours)", required=False)
+    duration_hours = forms.IntegerField(
+        label="Duration (hours)",
+        required=False,
+        help_text="Empty: the tenant's default. Longer than its auto-approve hours needs a lead.",
+    )
     purpose = forms.ChoiceField(choices=Purpose.choices, initial=Purpose.NOTEBOOK)
     justification = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 

@@ -1,4 +1,6 @@
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.services import gpu_request_submit
@@ -151,3 +153,35 @@ def test_leads_get_a_one_click_way_to_ask_for_more_quota(
 
     assert 'href="/tenants/vision/#quota-requests"' in for_lead.text
     assert "ask-quota" not in for_developer.text
+
+
+def test_request_lists_run_the_same_queries_for_3_and_30_requests(
+    client_for, developer, lead, a100_tenant, catalog
+) -> None:
+    developer_client, lead_client = client_for(developer), client_for(lead)
+
+    def queries() -> list[int]:
+        counts = []
+        for client, url in (
+            (developer_client, "/requests/"),
+            (lead_client, "/approvals/"),
+            (developer_client, "/api/v1/requests/"),
+        ):
+            with CaptureQueriesContext(connection) as captured:
+                assert client.get(url).status_code == 200
+            counts.append(len(captured))
+        return counts
+
+    def add(number: int) -> None:
+        for _ in range(number):
+            gpu_request_submit(
+                actor=developer, tenant=a100_tenant, offering=catalog["a100-80gb-whole"], count=2
+            )
+
+    add(3)
+    with_three = queries()
+    add(27)
+    with_thirty = queries()
+
+    assert with_three == with_thirty
+    assert max(with_thirty) <= 8
