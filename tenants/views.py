@@ -12,9 +12,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from portal.accounts.models import User
-from portal.core.errors import ApplicationError, NotFound, PermissionDenied, ValidationFailed
+from portal.core.errors import NotFound, PermissionDenied, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import form_add_error
+from portal.core.pages import form_add_error, form_page
 from tenants import services
 from tenants.access import Access, allows, role_in, tenant_for
 from tenants.forms import (
@@ -106,17 +106,18 @@ def manage(request: AuthenticatedHttpRequest) -> HttpResponse:
 def tenant_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     _require_admin(request)
     form = TenantCreateForm(request.POST if request.method == "POST" else None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            tenant = services.tenant_create(actor=request.user, **form.cleaned_data)
-        except ApplicationError as error:
-            form_add_error(form, error)
-        else:
-            messages.success(request, f"Tenant {tenant.slug} was created.")
-            return redirect("tenants:detail", slug=tenant.slug)
-    status = 400 if request.method == "POST" else 200
-    return render(
-        request, "tenants/tenant_form.html", {"form": form, "creating": True}, status=status
+
+    def created(tenant: Tenant) -> HttpResponse:
+        messages.success(request, f"Tenant {tenant.slug} was created.")
+        return redirect("tenants:detail", slug=tenant.slug)
+
+    return form_page(
+        request,
+        form=form,
+        template="tenants/tenant_form.html",
+        context={"creating": True},
+        save=lambda data: services.tenant_create(actor=request.user, **data),
+        success=created,
     )
 
 
@@ -268,17 +269,18 @@ def tenant_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     initial = {name: getattr(tenant, name) for name in services.TENANT_FIELDS}
     initial["auto_approve_gpu_eq"] = str(tenant.auto_approve_gpu_eq)
     form = TenantPolicyForm(request.POST if request.method == "POST" else None, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.tenant_update(actor=request.user, tenant=tenant, **form.cleaned_data)
-        except ValidationFailed as error:
-            form_add_error(form, error)
-        else:
-            messages.success(request, f"Tenant {tenant.slug} was updated.")
-            return redirect("tenants:detail", slug=tenant.slug)
-    status = 400 if request.method == "POST" else 200
-    return render(
-        request, "tenants/tenant_form.html", {"form": form, "tenant": tenant}, status=status
+
+    def updated(_: Tenant) -> HttpResponse:
+        messages.success(request, f"Tenant {tenant.slug} was updated.")
+        return redirect("tenants:detail", slug=tenant.slug)
+
+    return form_page(
+        request,
+        form=form,
+        template="tenants/tenant_form.html",
+        context={"tenant": tenant},
+        save=lambda data: services.tenant_update(actor=request.user, tenant=tenant, **data),
+        success=updated,
     )
 
 

@@ -16,9 +16,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from portal.catalog import services
 from portal.catalog.forms import GpuModelForm, GpuPoolForm, OfferingForm, SharingBackendForm
 from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
-from portal.core.errors import Conflict, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import form_add_error
+from portal.core.pages import form_page
 
 
 def _require_admin(request: AuthenticatedHttpRequest) -> None:
@@ -63,24 +62,16 @@ def _form_page(
     title: str,
     save: Callable[[dict[str, Any]], Any],
 ) -> HttpResponse:
-    """Show `form`; on a valid post call `save` (one service) and go back to the overview.
+    """The catalog's form pages: save through one service, then back to the overview."""
 
-    A refused post shows the form again, each error on the field it names: 400 for bad input,
-    409 when the slug or name is taken already.
-    """
-    status = 200
-    if request.method == "POST":
-        status = 400
-        if form.is_valid():
-            try:
-                saved = save(form.cleaned_data)
-            except (ValidationFailed, Conflict) as error:
-                form_add_error(form, error)
-                status = error.status
-            else:
-                messages.success(request, f"{title}: {saved} is saved.")
-                return redirect("catalog:overview")
-    return render(request, "catalog/form.html", {"form": form, "title": title}, status=status)
+    def saved(instance: Any) -> HttpResponse:
+        messages.success(request, f"{title}: {instance} is saved.")
+        return redirect("catalog:overview")
+
+    return form_page(
+        request, form=form, template="catalog/form.html", context={"title": title},
+        save=save, success=saved,
+    )  # fmt: skip
 
 
 def _initial(instance: Any, form_class: type[forms.Form]) -> dict[str, Any]:

@@ -9,9 +9,10 @@ from typing import Any
 
 from django import forms
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.template import loader
 
-from portal.core.errors import ApplicationError, NotFound
+from portal.core.errors import ApplicationError, Conflict, NotFound, ValidationFailed
 
 
 def form_add_error(form: forms.Form, error: ApplicationError) -> None:
@@ -20,6 +21,32 @@ def form_add_error(form: forms.Form, error: ApplicationError) -> None:
         form.add_error(field if field in form.fields else None, messages)
     if not error.fields:
         form.add_error(None, error.message)
+
+
+def form_page(
+    request: HttpRequest,
+    *,
+    form: forms.Form,
+    template: str,
+    context: dict[str, Any],
+    save: Callable[[dict[str, Any]], Any],
+    success: Callable[[Any], HttpResponse],
+) -> HttpResponse:
+    """Show `form` in `template`; on a valid POST call `save` (one service call) and answer
+    `success(saved)`. A refused post shows the form again with each error on the field it names,
+    and the error's status: 400 for bad input, 409 for a conflict such as a taken name."""
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                saved = save(form.cleaned_data)
+            except (ValidationFailed, Conflict) as error:
+                form_add_error(form, error)
+                status = error.status
+            else:
+                return success(saved)
+    return render(request, template, {**context, "form": form}, status=status)
 
 
 def error_page(request: HttpRequest, *, status: int, title: str, message: str) -> HttpResponse:

@@ -75,7 +75,7 @@ def test_duplicate_slug_is_refused_naming_the_field(client_for, admin_user, tena
          "cpu_cores_quota": 1, "memory_gib_quota": 1, "storage_gib_quota": 1},
     )  # fmt: skip
 
-    assert response.status_code == 400
+    assert response.status_code == 409
     assert "Slug: Taken." in response.text
 
 
