@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from portal.accounts.models import User
 from portal.core.errors import NotFound, PermissionDenied
+from portal.core.idempotency import idempotent_post
 from tenants import services
 from tenants.access import Access, role_in, tenant_for
 from tenants.models import MemberRole, Membership, QuotaRequest, Tenant
@@ -64,6 +65,7 @@ class TenantList(ListModelMixin, GenericAPIView[Tenant]):
         return self.get_paginated_response(TenantSerializer(page, many=True, context=context).data)
 
     @extend_schema(request=TenantCreateSerializer, responses={201: TenantSerializer})
+    @idempotent_post
     def post(self, request: Request) -> Response:
         user = _user(request)
         if not user.is_portal_admin:
@@ -109,6 +111,7 @@ class MemberList(ListModelMixin, GenericAPIView[Membership]):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(request=MemberInputSerializer, responses={200: MembershipSerializer})
+    @idempotent_post
     def post(self, request: Request, slug: str) -> Response:
         actor = _user(request)
         tenant = tenant_for(actor, slug, Access.LEAD)
@@ -153,6 +156,7 @@ class QuotaRequestList(ListModelMixin, GenericAPIView[QuotaRequest]):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(request=QuotaRequestInputSerializer, responses={201: QuotaRequestSerializer})
+    @idempotent_post
     def post(self, request: Request, slug: str) -> Response:
         user = _user(request)
         tenant = tenant_for(user, slug)
@@ -173,6 +177,7 @@ class QuotaRequestDecision(GenericAPIView[QuotaRequest]):
     decision = "approve"
 
     @extend_schema(request=DecisionSerializer, responses=QuotaRequestSerializer)
+    @idempotent_post
     def post(self, request: Request, slug: str, pk: int) -> Response:
         user = _user(request)
         tenant = tenant_for(user, slug, Access.ADMIN)

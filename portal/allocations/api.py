@@ -24,7 +24,7 @@ from portal.allocations.serializers import (
 from portal.catalog.models import Offering
 from portal.core.api import error_response
 from portal.core.errors import ValidationFailed
-from portal.core.idempotency import idempotent
+from portal.core.idempotency import idempotent_post
 from tenants.access import Access, tenant_for
 
 
@@ -63,15 +63,9 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
-    @extend_schema(
-        request=GpuRequestInputSerializer,
-        parameters=[OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER)],
-        responses={201: GpuRequestSerializer},
-    )
+    @extend_schema(request=GpuRequestInputSerializer, responses={201: GpuRequestSerializer})
+    @idempotent_post
     def post(self, request: Request) -> Response:
-        return idempotent(request, "requests", lambda: self._submit(request))
-
-    def _submit(self, request: Request) -> Response:
         user = _user(request)
         serializer = GpuRequestInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -115,6 +109,7 @@ class GpuRequestTransition(GenericAPIView[GpuRequest]):
     transition = "approve"
 
     @extend_schema(request=CommentSerializer, responses=GpuRequestSerializer)
+    @idempotent_post
     def post(self, request: Request, pk: int) -> Response:
         user = _user(request)
         gpu_request = gpu_request_for(user, pk)

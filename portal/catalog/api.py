@@ -20,6 +20,7 @@ from portal.catalog.serializers import (
     OfferingSerializer,
 )
 from portal.core.errors import NotFound, PermissionDenied
+from portal.core.idempotency import idempotent_post
 
 
 def _admin(request: Request) -> User:
@@ -38,6 +39,7 @@ class _CatalogList[M: (GpuModel, Offering)](ListModelMixin, GenericAPIView[M]):
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
+    @idempotent_post
     def post(self, request: Request) -> Response:
         actor = _admin(request)
         serializer = self.get_serializer(data=request.data)

@@ -6,6 +6,7 @@ key behind (a retry really retries), and a concurrent duplicate waits on the key
 until the first commits, then replays its answer.
 """
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -14,8 +15,11 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from portal.core.errors import Conflict, ValidationFailed
 from portal.core.models import IdempotencyKey
@@ -68,3 +72,23 @@ def idempotent(request: Request, endpoint: str, write: Callable[[], Response]) -
         record.response = response.data
         record.save(update_fields=["status_code", "response"])
     return response
+
+
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    KEY_HEADER,
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="Retries with the same key and body within 24 hours get the first answer.",
+)
+
+
+def idempotent_post[V: APIView](
+    method: Callable[..., Response],
+) -> Callable[..., Response]:
+    """Make an API view's `post` honour `Idempotency-Key`, keyed by the request's path."""
+
+    @functools.wraps(method)
+    def post(view: V, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return idempotent(request, request.path, lambda: method(view, request, *args, **kwargs))
+
+    return extend_schema(parameters=[IDEMPOTENCY_HEADER])(post)
