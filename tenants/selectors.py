@@ -79,14 +79,20 @@ def quota_lines(tenant: Tenant) -> list[QuotaLine]:
     return quota_lines_for([tenant.pk])[tenant.pk]
 
 
+def gpu_eq_held(tenant: Tenant, gpu_model_id: int) -> Fraction:
+    """What the tenant's approved and active allocations of one model hold, exactly (one query)."""
+    return gpu_eq_sum(
+        GpuRequest.objects.filter(
+            tenant=tenant, gpu_model_id=gpu_model_id, state__in=HOLDING_STATES
+        ),
+        name="gpu_eq",
+    )
+
+
 def remaining_gpu_eq(tenant: Tenant, gpu_model: GpuModel) -> Fraction:
     """Quota minus what allocations hold, for one model (0 quota when none is set)."""
     quota = Quota.objects.filter(tenant=tenant, gpu_model=gpu_model).first()
-    held = gpu_eq_sum(
-        GpuRequest.objects.filter(tenant=tenant, gpu_model=gpu_model, state__in=HOLDING_STATES),
-        name="gpu_eq",
-    )
-    return (quota.gpu_eq if quota else Fraction(0)) - held
+    return (quota.gpu_eq if quota else Fraction(0)) - gpu_eq_held(tenant, gpu_model.pk)
 
 
 def quota_requests_for(tenant: Tenant) -> QuerySet[QuotaRequest]:

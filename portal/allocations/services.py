@@ -17,7 +17,7 @@ from django.utils import timezone
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose, RequestState
 from portal.allocations.notifications import notify_on_commit
-from portal.catalog.gpu_eq import gpu_eq_display, gpu_eq_sum
+from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
 from portal.core.audit import audit_record
 from portal.core.errors import (
@@ -29,6 +29,7 @@ from portal.core.errors import (
 )
 from tenants.access import role_in
 from tenants.models import MemberRole, Quota, Tenant, TenantState
+from tenants.selectors import gpu_eq_held
 
 
 @dataclass(frozen=True)
@@ -54,24 +55,30 @@ def _invalid(field: str, message: str) -> ValidationFailed:
     return ValidationFailed(f"{field}: {message}", fields={field: [message]})
 
 
-def _locked_quota_check(tenant: Tenant, offering: Offering, requested: Fraction) -> QuotaCheck:
-    """Lock the tenant's quota row for the model and measure what is left. Call in a transaction."""
-    quota = (
-        Quota.objects.select_for_update()
-        .filter(tenant=tenant, gpu_model_id=offering.gpu_model_id)
-        .first()
-    )
+def _quota_check(
+    tenant: Tenant, offering: Offering, requested: Fraction, *, lock: bool
+) -> QuotaCheck | None:
+    """What is left of the tenant's quota for the offering's model; None without a quota.
+
+    With `lock`, the quota row is locked first (call inside a transaction): concurrent
+    decisions for the same tenant and model then run one after the other.
+    """
+    quotas = Quota.objects.select_for_update() if lock else Quota.objects.all()
+    quota = quotas.filter(tenant=tenant, gpu_model_id=offering.gpu_model_id).first()
     if quota is None:
+        return None
+    remaining = quota.gpu_eq - gpu_eq_held(tenant, offering.gpu_model_id)
+    return QuotaCheck(requested=requested, remaining=remaining, quota=quota.gpu_eq)
+
+
+def _locked_quota_check(tenant: Tenant, offering: Offering, requested: Fraction) -> QuotaCheck:
+    """The locked check for a decision; a model without quota is bad input naming the offering."""
+    check = _quota_check(tenant, offering, requested, lock=True)
+    if check is None:
         raise _invalid(
             "offering", f"Tenant {tenant.slug} has no quota for {offering.gpu_model.name}."
         )
-    held = gpu_eq_sum(
-        GpuRequest.objects.filter(
-            tenant=tenant, gpu_model_id=offering.gpu_model_id, state__in=HOLDING_STATES
-        ),
-        name="gpu_eq",
-    )
-    return QuotaCheck(requested=requested, remaining=quota.gpu_eq - held, quota=quota.gpu_eq)
+    return check
 
 
 def within_policy(tenant: Tenant, *, gpu_eq: Fraction, duration_hours: int) -> bool:
@@ -178,18 +185,7 @@ def quota_check_preview(*, tenant: Tenant, offering: Offering, count: int) -> Qu
 
     None when the tenant has no quota for the model.
     """
-    quota = Quota.objects.filter(tenant=tenant, gpu_model_id=offering.gpu_model_id).first()
-    if quota is None:
-        return None
-    held = gpu_eq_sum(
-        GpuRequest.objects.filter(
-            tenant=tenant, gpu_model_id=offering.gpu_model_id, state__in=HOLDING_STATES
-        ),
-        name="gpu_eq",
-    )
-    return QuotaCheck(
-        requested=offering.gpu_eq * max(count, 0), remaining=quota.gpu_eq - held, quota=quota.gpu_eq
-    )
+    return _quota_check(tenant, offering, offering.gpu_eq * max(count, 0), lock=False)
 
 
 def _lock(gpu_request: GpuRequest, *, allowed: tuple[str, ...], verb: str) -> GpuRequest:
