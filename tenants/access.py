@@ -4,6 +4,7 @@ Pages, the API and tasks all look tenants up here. A tenant the user may not see
 exist for them (NotFound, 404); one they see but may not act on is PermissionDenied (403).
 """
 
+from collections.abc import Callable
 from enum import Enum
 
 from portal.accounts.models import User
@@ -15,8 +16,36 @@ from tenants.selectors import tenants_visible_to
 class Access(Enum):
     VIEW = "view"  # members, finance and admins
     REQUEST = "request"  # members and admins: ask for GPUs
-    LEAD = "lead"  # the tenant's leads and admins: members, approvals, quota requests
+    LEAD = "lead"  # the tenant's leads and admins: members, approvals
+    READ_QUOTA_REQUESTS = "read quota requests"  # the tenant's leads, finance and admins
+    ASK_QUOTA = "ask for quota"  # the tenant's leads only: admins set quota directly
     ADMIN = "admin"  # admins only: policy, quotas, state
+
+
+# Who may do what in a tenant they can see, and what they are told when they may not.
+RULES: dict[Access, tuple[Callable[[User, MemberRole | None], bool], str]] = {
+    Access.VIEW: (
+        lambda user, role: user.sees_all_tenants or role is not None,
+        "You may not see this tenant.",
+    ),
+    Access.REQUEST: (
+        lambda user, role: user.is_portal_admin or role is not None,
+        "Only the tenant's members request GPUs in it.",
+    ),
+    Access.LEAD: (
+        lambda user, role: user.is_portal_admin or role == MemberRole.LEAD,
+        "Only the tenant's leads and admins may do this.",
+    ),
+    Access.READ_QUOTA_REQUESTS: (
+        lambda user, role: user.sees_all_tenants or role == MemberRole.LEAD,
+        "Only the tenant's leads, finance and admins see its quota requests.",
+    ),
+    Access.ASK_QUOTA: (
+        lambda _user, role: role == MemberRole.LEAD,
+        "Leads ask for more quota; admins set it on the tenant page.",
+    ),
+    Access.ADMIN: (lambda user, _role: user.is_portal_admin, "Only admins may do this."),
+}
 
 
 def role_in(user: User, tenant: Tenant) -> MemberRole | None:
@@ -25,16 +54,9 @@ def role_in(user: User, tenant: Tenant) -> MemberRole | None:
 
 
 def allows(user: User, tenant: Tenant, access: Access, *, role: MemberRole | None = None) -> bool:
-    """Whether `user` may do `access` in `tenant` (which they can see)."""
-    if user.is_portal_admin:
-        return True
-    if access is Access.VIEW:
-        return user.is_finance or role is not None
-    if access is Access.REQUEST:
-        return role is not None
-    if access is Access.LEAD:
-        return role == MemberRole.LEAD
-    return False
+    """Whether `user`, with `role` in `tenant` (which they can see), may do `access` there."""
+    rule, _ = RULES[access]
+    return rule(user, role)
 
 
 def tenant_for(user: User, slug: str, access: Access = Access.VIEW) -> Tenant:
@@ -47,5 +69,5 @@ def tenant_for(user: User, slug: str, access: Access = Access.VIEW) -> Tenant:
     if tenant is None:
         raise NotFound(f"There is no tenant {slug!r}.")
     if access is not Access.VIEW and not allows(user, tenant, access, role=role_in(user, tenant)):
-        raise PermissionDenied(f"You may not do this in tenant {slug!r}.")
+        raise PermissionDenied(RULES[access][1])
     return tenant

@@ -18,7 +18,7 @@ from portal.accounts.models import User
 from portal.core.errors import NotFound, PermissionDenied
 from portal.core.idempotency import idempotent_post
 from tenants import services
-from tenants.access import Access, role_in, tenant_for
+from tenants.access import Access, tenant_for
 from tenants.models import MemberRole, Membership, QuotaRequest, Tenant
 from tenants.selectors import quota_lines_for, quota_requests_for, tenants_visible_to
 from tenants.serializers import (
@@ -147,11 +147,7 @@ class QuotaRequestList(ListModelMixin, GenericAPIView[QuotaRequest]):
 
     def get(self, request: Request, slug: str) -> Response:
         user = _user(request)
-        tenant = tenant_for(user, slug)
-        if not (user.sees_all_tenants or role_in(user, tenant) == MemberRole.LEAD):
-            raise PermissionDenied(
-                "Only the tenant's leads, finance and admins see its quota requests."
-            )
+        tenant = tenant_for(user, slug, Access.READ_QUOTA_REQUESTS)
         page = self.paginate_queryset(quota_requests_for(tenant))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
@@ -159,9 +155,7 @@ class QuotaRequestList(ListModelMixin, GenericAPIView[QuotaRequest]):
     @idempotent_post
     def post(self, request: Request, slug: str) -> Response:
         user = _user(request)
-        tenant = tenant_for(user, slug)
-        if role_in(user, tenant) != MemberRole.LEAD:
-            raise PermissionDenied("Only the tenant's leads ask for more quota.")
+        tenant = tenant_for(user, slug, Access.ASK_QUOTA)
         serializer = QuotaRequestInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         quota_request = services.quota_request_create(

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from portal.accounts.models import User
-from portal.core.errors import NotFound, PermissionDenied, ValidationFailed
+from portal.core.errors import NotFound, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
 from tenants import services
@@ -124,17 +124,16 @@ def tenant_create(request: AuthenticatedHttpRequest) -> HttpResponse:
 def _detail_context(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[str, Any]:
     user = request.user
     role = role_in(user, tenant)
-    can_lead = allows(user, tenant, Access.LEAD, role=role)
     return {
         "tenant": tenant,
         "role": role,
         "is_admin": user.is_portal_admin,
-        "can_lead": can_lead,
-        "can_ask_quota": role == "lead",
+        "can_lead": allows(user, tenant, Access.LEAD, role=role),
+        "can_ask_quota": allows(user, tenant, Access.ASK_QUOTA, role=role),
         "lines": quota_lines(tenant),
         "memberships": tenant.memberships.select_related("user").order_by("user__username"),
         "quota_requests": quota_requests_for(tenant)[:20]
-        if can_lead or user.sees_all_tenants
+        if allows(user, tenant, Access.READ_QUOTA_REQUESTS, role=role)
         else [],
         "quota_form": QuotaForm(),
         "member_form": MemberForm(),
@@ -218,9 +217,7 @@ def member_remove(request: AuthenticatedHttpRequest, slug: str, username: str) -
 @login_required
 @require_POST
 def quota_request_create(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    tenant = tenant_for(request.user, slug, Access.LEAD)
-    if role_in(request.user, tenant) != "lead":
-        raise PermissionDenied("Leads ask for quota; admins set it on the tenant page.")
+    tenant = tenant_for(request.user, slug, Access.ASK_QUOTA)
     form = QuotaRequestForm(request.POST)
     if form.is_valid():
         try:
