@@ -2,6 +2,7 @@
 
 from django import forms
 
+from portal.accounts.models import User
 from portal.catalog.models import GpuModel
 from tenants.models import MemberRole
 
@@ -43,7 +44,12 @@ class QuotaForm(forms.Form):
 
 
 class MemberForm(forms.Form):
-    username = forms.CharField(max_length=150)
+    username = forms.ModelChoiceField(
+        queryset=User.objects.filter(is_active=True),
+        to_field_name="username",
+        widget=forms.TextInput,
+        error_messages={"invalid_choice": "There is no active user with this username."},
+    )
     role = forms.ChoiceField(choices=MemberRole.choices, initial=MemberRole.DEVELOPER)
 
 

@@ -190,15 +190,12 @@ def member_add(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     tenant = tenant_for(request.user, slug, Access.LEAD)
     form = MemberForm(request.POST)
     if form.is_valid():
-        user = User.objects.filter(username=form.cleaned_data["username"], is_active=True).first()
-        if user is None:
-            form.add_error("username", "There is no active user with this username.")
-        else:
-            services.membership_set(
-                actor=request.user, tenant=tenant, user=user, role=form.cleaned_data["role"]
-            )
-            messages.success(request, f"{user.username} is a {form.cleaned_data['role']} now.")
-            return _after_write(request, tenant, "members")
+        user = form.cleaned_data["username"]
+        services.membership_set(
+            actor=request.user, tenant=tenant, user=user, role=form.cleaned_data["role"]
+        )
+        messages.success(request, f"{user.username} is a {form.cleaned_data['role']} now.")
+        return _after_write(request, tenant, "members")
     return _form_failed(request, tenant, "members", "member_form", form)
 
 
