@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from portal.accounts.models import User
 from portal.core.errors import NotFound, PermissionDenied
+from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
 from tenants import services
 from tenants.access import Access, tenant_for
@@ -34,10 +35,6 @@ from tenants.serializers import (
 )
 
 
-def _user(request: Request) -> User:
-    return request.user  # type: ignore[return-value]
-
-
 def _tenant_response(tenant: Tenant, *, status_code: int = status.HTTP_200_OK) -> Response:
     context = {"quota_lines": quota_lines_for([tenant.pk])}
     return Response(TenantSerializer(tenant, context=context).data, status=status_code)
@@ -51,7 +48,7 @@ class TenantList(ListModelMixin, GenericAPIView[Tenant]):
     def get_queryset(self) -> QuerySet[Tenant]:
         filters = TenantFilterSerializer(data=self.request.query_params.dict())
         filters.is_valid(raise_exception=True)
-        tenants = tenants_visible_to(_user(self.request)).order_by("slug")
+        tenants = tenants_visible_to(api_user(self.request)).order_by("slug")
         if state := filters.validated_data.get("state"):
             tenants = tenants.filter(state=state)
         if term := filters.validated_data.get("search"):
@@ -67,7 +64,7 @@ class TenantList(ListModelMixin, GenericAPIView[Tenant]):
     @extend_schema(request=TenantCreateSerializer, responses={201: TenantSerializer})
     @idempotent_post
     def post(self, request: Request) -> Response:
-        user = _user(request)
+        user = api_user(request)
         if not user.is_portal_admin:
             raise PermissionDenied("Only admins create tenants.")
         serializer = TenantCreateSerializer(data=request.data)
@@ -82,11 +79,11 @@ class TenantDetail(GenericAPIView[Tenant]):
     serializer_class = TenantSerializer
 
     def get(self, request: Request, slug: str) -> Response:
-        return _tenant_response(tenant_for(_user(request), slug))
+        return _tenant_response(tenant_for(api_user(request), slug))
 
     @extend_schema(request=TenantPatchSerializer, responses=TenantSerializer)
     def patch(self, request: Request, slug: str) -> Response:
-        user = _user(request)
+        user = api_user(request)
         tenant = tenant_for(user, slug, Access.ADMIN)
         serializer = TenantPatchSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -105,7 +102,7 @@ class MemberList(ListModelMixin, GenericAPIView[Membership]):
     serializer_class = MembershipSerializer
 
     def get(self, request: Request, slug: str) -> Response:
-        tenant = tenant_for(_user(request), slug)
+        tenant = tenant_for(api_user(request), slug)
         members = tenant.memberships.select_related("user").order_by("user__username")
         page = self.paginate_queryset(members)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
@@ -113,7 +110,7 @@ class MemberList(ListModelMixin, GenericAPIView[Membership]):
     @extend_schema(request=MemberInputSerializer, responses={200: MembershipSerializer})
     @idempotent_post
     def post(self, request: Request, slug: str) -> Response:
-        actor = _user(request)
+        actor = api_user(request)
         tenant = tenant_for(actor, slug, Access.LEAD)
         serializer = MemberInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -131,7 +128,7 @@ class MemberDetail(GenericAPIView[Membership]):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, slug: str, username: str) -> Response:
-        actor = _user(request)
+        actor = api_user(request)
         tenant = tenant_for(actor, slug, Access.LEAD)
         user = User.objects.filter(username=username).first()
         if user is None:
@@ -146,7 +143,7 @@ class QuotaRequestList(ListModelMixin, GenericAPIView[QuotaRequest]):
     serializer_class = QuotaRequestSerializer
 
     def get(self, request: Request, slug: str) -> Response:
-        user = _user(request)
+        user = api_user(request)
         tenant = tenant_for(user, slug, Access.READ_QUOTA_REQUESTS)
         page = self.paginate_queryset(quota_requests_for(tenant))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
@@ -154,7 +151,7 @@ class QuotaRequestList(ListModelMixin, GenericAPIView[QuotaRequest]):
     @extend_schema(request=QuotaRequestInputSerializer, responses={201: QuotaRequestSerializer})
     @idempotent_post
     def post(self, request: Request, slug: str) -> Response:
-        user = _user(request)
+        user = api_user(request)
         tenant = tenant_for(user, slug, Access.ASK_QUOTA)
         serializer = QuotaRequestInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -173,7 +170,7 @@ class QuotaRequestDecision(GenericAPIView[QuotaRequest]):
     @extend_schema(request=DecisionSerializer, responses=QuotaRequestSerializer)
     @idempotent_post
     def post(self, request: Request, slug: str, pk: int) -> Response:
-        user = _user(request)
+        user = api_user(request)
         tenant = tenant_for(user, slug, Access.ADMIN)
         quota_request = quota_requests_for(tenant).filter(pk=pk).first()
         if quota_request is None:

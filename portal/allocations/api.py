@@ -11,7 +11,6 @@ from rest_framework.mixins import ListModelMixin
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.accounts.models import User
 from portal.allocations import services
 from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.selectors import gpu_request_for, gpu_requests_visible_to
@@ -24,13 +23,9 @@ from portal.allocations.serializers import (
 from portal.catalog.models import Offering
 from portal.core.api import error_response
 from portal.core.errors import ValidationFailed
+from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
 from tenants.access import Access, tenant_for
-
-
-def _user(request: Request) -> User:
-    return request.user  # type: ignore[return-value]
-
 
 REQUEST_FILTERS = [
     OpenApiParameter("state", OpenApiTypes.STR, enum=RequestState.values),
@@ -45,7 +40,7 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
     serializer_class = GpuRequestSerializer
 
     def get_queryset(self) -> QuerySet[GpuRequest]:
-        user = _user(self.request)
+        user = api_user(self.request)
         requests = gpu_requests_visible_to(user)
         params = self.request.query_params
         if params.get("state"):
@@ -66,7 +61,7 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
     @extend_schema(request=GpuRequestInputSerializer, responses={201: GpuRequestSerializer})
     @idempotent_post
     def post(self, request: Request) -> Response:
-        user = _user(request)
+        user = api_user(request)
         serializer = GpuRequestInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data: dict[str, Any] = dict(serializer.validated_data)
@@ -99,7 +94,7 @@ class GpuRequestDetail(GenericAPIView[GpuRequest]):
     serializer_class = GpuRequestSerializer
 
     def get(self, request: Request, pk: int) -> Response:
-        return Response(self.get_serializer(gpu_request_for(_user(request), pk)).data)
+        return Response(self.get_serializer(gpu_request_for(api_user(request), pk)).data)
 
 
 class GpuRequestTransition(GenericAPIView[GpuRequest]):
@@ -111,7 +106,7 @@ class GpuRequestTransition(GenericAPIView[GpuRequest]):
     @extend_schema(request=CommentSerializer, responses=GpuRequestSerializer)
     @idempotent_post
     def post(self, request: Request, pk: int) -> Response:
-        user = _user(request)
+        user = api_user(request)
         gpu_request = gpu_request_for(user, pk)
         hours = 0
         if self.transition == "extend":

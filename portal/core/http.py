@@ -1,9 +1,10 @@
 """Typed request classes for views: what the middleware stack adds to a request."""
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
+from rest_framework.request import Request
 
 if TYPE_CHECKING:
     from portal.accounts.models import User
@@ -16,3 +17,8 @@ class PortalHttpRequest(HttpRequest):
 
 class AuthenticatedHttpRequest(PortalHttpRequest):
     user: "User"
+
+
+def api_user(request: Request) -> "User":
+    """The signed-in user of an API request (every API view requires authentication)."""
+    return cast("User", request.user)

@@ -6,6 +6,7 @@ one Redis hash that every process increments and /metrics reads at scrape time; 
 the tasks run in-process and the counts stay in memory.
 """
 
+import functools
 import ipaddress
 import logging
 import secrets
@@ -26,9 +27,14 @@ TASK_OUTCOMES_KEY = "portal:metrics:task-outcomes"
 _in_process_outcomes: Counter[str] = Counter()
 
 
+@functools.cache
+def _client_for(url: str) -> redis.Redis:
+    # One client (and connection pool) per URL for the process: counting runs after every task.
+    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+
+
 def _redis() -> redis.Redis | None:
-    url = settings.REDIS_URL
-    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2) if url else None
+    return _client_for(settings.REDIS_URL) if settings.REDIS_URL else None
 
 
 def task_outcome_count(*, task: str, outcome: str) -> None:
@@ -41,8 +47,6 @@ def task_outcome_count(*, task: str, outcome: str) -> None:
         client.hincrby(TASK_OUTCOMES_KEY, field, 1)
     except redis.RedisError:
         logger.warning("could not count task outcome %s in Redis", field, exc_info=True)
-    finally:
-        client.close()
 
 
 def task_outcomes() -> dict[tuple[str, str], int]:
@@ -50,11 +54,8 @@ def task_outcomes() -> dict[tuple[str, str], int]:
     if client is None:
         raw = dict(_in_process_outcomes)
     else:
-        try:
-            stored: dict[bytes, bytes] = client.hgetall(TASK_OUTCOMES_KEY)  # type: ignore[assignment]
-            raw = {key.decode(): int(value) for key, value in stored.items()}
-        finally:
-            client.close()
+        stored: dict[bytes, bytes] = client.hgetall(TASK_OUTCOMES_KEY)  # type: ignore[assignment]
+        raw = {key.decode(): int(value) for key, value in stored.items()}
     return {tuple(field.split("\t", 1)): count for field, count in raw.items()}  # type: ignore[misc]
 
 
