@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "portal.accounts",
     "portal.catalog",
     "portal.allocations",
+    "portal.cluster",
     "portal.metering",
     "tenants",
 ]
@@ -139,10 +140,35 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     },
 }
 
-# The cluster: dry-run renders and records what would be applied; kubernetes applies it.
+# The clusters: dry-run renders and records what would be applied; kubernetes lets each
+# cluster record's own mode decide. Calls time out, and transient failures are retried with
+# exponential backoff from the given start (429 answers wait for their Retry-After).
 PORTAL_CLUSTER_MODE = env.choice(
     "PORTAL_CLUSTER_MODE", choices=("dry-run", "kubernetes"), default="dry-run"
 )
+PORTAL_CLUSTER_TIMEOUT_SECONDS: float = env.integer(
+    "PORTAL_CLUSTER_TIMEOUT_SECONDS", default=10, minimum=1
+)
+PORTAL_CLUSTER_RETRY_ATTEMPTS = env.integer("PORTAL_CLUSTER_RETRY_ATTEMPTS", default=5, minimum=1)
+PORTAL_CLUSTER_RETRY_BACKOFF_SECONDS: float = (
+    env.integer("PORTAL_CLUSTER_RETRY_BACKOFF_MS", default=500, minimum=0) / 1000
+)
+PORTAL_RECONCILE_SECONDS = env.integer("PORTAL_RECONCILE_SECONDS", default=600, minimum=10)
+PORTAL_CAPACITY_SECONDS = env.integer("PORTAL_CAPACITY_SECONDS", default=120, minimum=10)
+CELERY_BEAT_SCHEDULE |= {
+    "reconcile-clusters": {
+        "task": "portal.cluster.tasks.reconcile_clusters",
+        "schedule": float(PORTAL_RECONCILE_SECONDS),
+    },
+    "collect-capacity": {
+        "task": "portal.cluster.tasks.collect_capacity",
+        "schedule": float(PORTAL_CAPACITY_SECONDS),
+    },
+    "resume-provisioning-runs": {
+        "task": "portal.cluster.tasks.resume_provisioning_runs",
+        "schedule": 60.0,
+    },
+}
 
 # Notifications: the portal's own address (for links in emails), and an optional webhook that
 # receives every request event as signed JSON.

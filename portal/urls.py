@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from portal.accounts.api import MeView
 from portal.allocations.api_urls import urlpatterns as allocation_api_urls
 from portal.catalog import api as catalog_api
+from portal.cluster import api as cluster_api
 from portal.core import views as core_views
 from portal.core.audit_api import AuditEventList
 from tenants import api as tenant_api
@@ -40,6 +41,20 @@ api_v1 = [
     path("gpu-models/<slug:slug>/", catalog_api.GpuModelDetail.as_view(), name="gpu-model"),
     path("offerings/", catalog_api.OfferingList.as_view(), name="offerings"),
     path("offerings/<slug:slug>/", catalog_api.OfferingDetail.as_view(), name="offering"),
+    path("capacity/", cluster_api.CapacityList.as_view(), name="capacity"),
+    path("clusters/", cluster_api.ClusterList.as_view(), name="clusters"),
+    path("clusters/<slug:name>/", cluster_api.ClusterDetail.as_view(), name="cluster"),
+    path("provisioning-runs/", cluster_api.ProvisioningRunList.as_view(), name="provisioning-runs"),
+    path(
+        "provisioning-runs/<int:pk>/",
+        cluster_api.ProvisioningRunDetail.as_view(),
+        name="provisioning-run",
+    ),
+    path(
+        "provisioning-runs/<int:pk>/retry",
+        cluster_api.ProvisioningRunRetry.as_view(),
+        name="provisioning-run-retry",
+    ),
 ]
 
 urlpatterns = [
@@ -52,6 +67,7 @@ urlpatterns = [
     path("", include("portal.allocations.urls")),
     path("", include("tenants.urls")),
     path("manage/catalog/", include("portal.catalog.urls")),
+    path("", include("portal.cluster.urls")),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

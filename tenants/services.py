@@ -11,6 +11,7 @@ from django.utils import timezone
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import GpuEqError, GpuEqInput, gpu_eq_parse
 from portal.catalog.models import GpuModel
+from portal.cluster.services import provisioning_request
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
 from tenants.models import (
@@ -34,6 +35,8 @@ TENANT_FIELDS = (
     "memory_gib_quota",
     "storage_gib_quota",
 )
+# The fields the namespace's ResourceQuota is rendered from.
+QUOTA_FIELDS = {"cpu_cores_quota", "memory_gib_quota", "storage_gib_quota"}
 
 
 def _gpu_eq_field(field: str, value: GpuEqInput, *, positive: bool = False) -> Fraction:
@@ -97,6 +100,7 @@ def tenant_create(
         tenant=tenant,
         changes=changes_between({}, snapshot(tenant, ("slug", *TENANT_FIELDS, "state"))),
     )
+    provisioning_request(tenant=tenant, reason="tenant created", actor=actor)
     return tenant
 
 
@@ -119,6 +123,8 @@ def tenant_update(*, actor: User, tenant: Tenant, **fields: Any) -> Tenant:
         audit_record(
             actor=actor, action="tenant.update", target=tenant, tenant=tenant, changes=changes
         )
+        if changes.keys() & QUOTA_FIELDS:
+            provisioning_request(tenant=tenant, reason="resource quotas changed", actor=actor)
     return tenant
 
 
@@ -150,6 +156,7 @@ def tenant_change_state(*, actor: User, tenant: Tenant, action: str, comment: st
         changes={"state": [before, target]},
         comment=comment,
     )
+    provisioning_request(tenant=tenant, reason=f"tenant {target}", actor=actor)
     return tenant
 
 
@@ -181,6 +188,9 @@ def membership_set(
             tenant=tenant,
             changes={"role": [before, str(role)]},
         )
+    else:
+        return membership
+    provisioning_request(tenant=tenant, reason="members changed", actor=actor)
     return membership
 
 
@@ -198,6 +208,7 @@ def membership_remove(*, actor: User | None, tenant: Tenant, user: User) -> None
         changes={"user": [user.username, None], "role": [membership.role, None]},
     )
     membership.delete()
+    provisioning_request(tenant=tenant, reason="members changed", actor=actor)
 
 
 @transaction.atomic
@@ -221,6 +232,7 @@ def quota_set(
         tenant=tenant,
         changes={"gpu_eq": [str(before), str(amount)]},
     )
+    provisioning_request(tenant=tenant, reason="quota changed", actor=actor)
     return quota
 
 

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from portal.accounts.models import User
+from portal.cluster.selectors import provisioning_overview
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
@@ -135,6 +136,7 @@ def _detail_context(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[s
         "quota_requests": quota_requests_for(tenant)[:20]
         if allows(user, tenant, Access.READ_QUOTA_REQUESTS, role=role)
         else [],
+        "provisioning": provisioning_overview(tenant),
         "quota_form": QuotaForm(),
         "member_form": MemberForm(),
         "quota_request_form": QuotaRequestForm(),

@@ -14,6 +14,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from portal.accounts.services import user_create
 from portal.allocations.services import gpu_request_submit
 from portal.catalog.services import offering_create
+from portal.cluster.models import ProvisioningRun
+from portal.cluster.services import cluster_create
 from tenants.models import MemberRole
 from tenants.services import membership_set, quota_request_create, quota_set
 from tests.tenants.factories import a100, mig_backend
@@ -80,6 +82,22 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "api:gpu-model": ("get", "gpu_model", (401, 200, 200, 200, 200, 200)),
     "api:offerings": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:offering": ("get", "offering", (401, 200, 200, 200, 200, 200)),
+    "cluster:capacity": ("get", "", (302, 200, 200, 200, 404, 200)),
+    "cluster:tenant-runs": ("get", "tenant", (302, 200, 200, 404, 200, 200)),
+    "cluster:run": ("get", "run", (302, 200, 200, 404, 200, 200)),
+    # The walk's run is queued, not failed: retrying it is a conflict.
+    "cluster:run-retry": ("post", "run", (302, 403, 403, 404, 403, 409)),
+    "cluster:clusters": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "cluster:create": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "cluster:detail": ("get", "cluster", (302, 404, 404, 404, 404, 200)),
+    "cluster:edit": ("get", "cluster", (302, 404, 404, 404, 404, 200)),
+    "cluster:refresh": ("post", "cluster", (302, 404, 404, 404, 404, 400)),
+    "api:capacity": ("get", "", (401, 200, 200, 200, 404, 200)),
+    "api:clusters": ("get", "", (401, 404, 404, 404, 404, 200)),
+    "api:cluster": ("get", "cluster", (401, 404, 404, 404, 404, 200)),
+    "api:provisioning-runs": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:provisioning-run": ("get", "run", (401, 200, 200, 404, 200, 200)),
+    "api:provisioning-run-retry": ("post", "run", (401, 403, 403, 404, 403, 409)),
     # The schema and its docs describe the API, not anyone's data: public.
     "api-schema": ("get", "", (200, 200, 200, 200, 200, 200)),
     "api-docs": ("get", "", (200, 200, 200, 200, 200, 200)),
@@ -129,7 +147,11 @@ def walk_kwargs(
     pending = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=8)
     assert pending.state == "pending"
     page_request = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=8)
+    cluster = cluster_create(actor=None, name="walk")
+    run = ProvisioningRun.objects.get(cluster=cluster, tenant=tenant_a)
     return {
+        "run": {"pk": run.pk},
+        "cluster": {"name": cluster.name},
         "page_request": {"pk": page_request.pk, "action": "approve"},
         "": {},
         "gpu_request": {"pk": pending.pk},

@@ -19,6 +19,7 @@ from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose, Reque
 from portal.allocations.notifications import notify_on_commit
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
+from portal.cluster.services import provisioning_request
 from portal.core.audit import audit_record
 from portal.core.errors import (
     InvalidTransition,
@@ -177,6 +178,8 @@ def gpu_request_submit(
     )
     if gpu_request.state == RequestState.PENDING:
         notify_on_commit(gpu_request, "request.pending")
+    elif gpu_request.state == RequestState.APPROVED:
+        _provision(gpu_request, actor=actor, reason="allocation starts")
     return gpu_request
 
 
@@ -199,6 +202,15 @@ def _lock(gpu_request: GpuRequest, *, allowed: tuple[str, ...], verb: str) -> Gp
     return locked
 
 
+def _provision(gpu_request: GpuRequest, *, actor: User | None, reason: str) -> None:
+    provisioning_request(
+        tenant=gpu_request.tenant,
+        reason=f"request {gpu_request.pk}: {reason}",
+        actor=actor,
+        gpu_request=gpu_request,
+    )
+
+
 def _transition(
     gpu_request: GpuRequest,
     *,
@@ -219,6 +231,13 @@ def _transition(
         changes={"state": [before, to], **(extra or {})},
         comment=comment,
     )
+    # The namespace's quota follows the allocations that hold quota.
+    if (before in HOLDING_STATES) != (to in HOLDING_STATES):
+        _provision(
+            gpu_request,
+            actor=actor,
+            reason="allocation starts" if to in HOLDING_STATES else "allocation ends",
+        )
     return gpu_request
 
 

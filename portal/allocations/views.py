@@ -22,13 +22,12 @@ from portal.allocations.selectors import (
 from portal.catalog.models import Offering
 from portal.core.errors import ApplicationError, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import form_add_error
+from portal.core.pages import POLL_DONE, form_add_error
 from tenants.access import Access, role_in, tenant_for
 from tenants.models import MemberRole, Tenant, TenantState
 from tenants.selectors import memberships_of
 
 PER_PAGE = 25
-POLL_DONE = 286  # htmx stops polling on this status
 
 
 def _requestable_tenants(request: AuthenticatedHttpRequest) -> QuerySet[Tenant]:

@@ -14,6 +14,8 @@ NAVIGATION = [
     ("Tenants", "tenants:manage", {"admin"}),
     ("Quota requests", "tenants:quota-queue", {"admin"}),
     ("Catalog", "catalog:overview", {"admin"}),
+    ("Clusters", "cluster:clusters", {"admin"}),
+    ("Capacity", "cluster:capacity", {"developer", "lead"}),
     ("All requests", "allocations:all", {"finance", "admin"}),
     ("Audit log", "audit", {"developer", "lead", "finance", "admin"}),
 ]

@@ -56,6 +56,8 @@ def error_page(request: HttpRequest, *, status: int, title: str, message: str) -
     return HttpResponse(body, status=status)
 
 
+POLL_DONE = 286  # htmx stops polling a fragment that answers with this status
+
 _TITLES = {400: "Bad request", 403: "Not allowed", 409: "Conflict", 422: "Refused by policy"}
 
 

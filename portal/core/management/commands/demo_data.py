@@ -1,5 +1,6 @@
 """Load the demo: a few tenants, the personas with known passwords, the GPU catalog presets,
-a few GPU pools in a `demo` cluster and the tenants' GPU quotas.
+a few GPU pools in a `demo` cluster (dry-run, with made-up nodes for the capacity pages)
+and the tenants' GPU quotas.
 
 Safe to run again: what exists already is kept as it is, so a second run changes nothing.
 """
@@ -13,6 +14,8 @@ from portal.accounts.services import user_create
 from portal.catalog.models import GpuModel, GpuPool, SharingBackend
 from portal.catalog.presets import catalog_presets_load
 from portal.catalog.services import gpu_pool_create
+from portal.cluster.models import Cluster, ClusterMode
+from portal.cluster.services import capacity_record, cluster_create
 from tenants.models import MemberRole, Quota, Tenant
 from tenants.services import membership_set, quota_set, tenant_create
 
@@ -44,6 +47,15 @@ POOLS = [
     ("t4-shared", "t4", "time-slicing", 4, 4),
 ]
 
+# What one node of each demo pool offers, as a device plugin would advertise it: the MIG
+# nodes split four GPUs into 1g.10gb slices and four into 3g.40gb; T4s are shared by 4.
+NODE_ALLOCATABLE = {
+    "a100-mig": {"nvidia.com/mig-1g.10gb": "28", "nvidia.com/mig-3g.40gb": "8"},
+    "a100-whole": {"nvidia.com/gpu": "8"},
+    "h100": {"nvidia.com/gpu": "8"},
+    "t4-shared": {"nvidia.com/gpu.shared": "16"},
+}
+
 # (tenant, GPU model, quota in GPU-eq)
 QUOTAS = [
     ("vision", "a100-80gb", 8),
@@ -59,6 +71,9 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        cluster = Cluster.objects.filter(name=DEMO_CLUSTER).first() or cluster_create(
+            actor=None, name=DEMO_CLUSTER, mode=ClusterMode.DRY_RUN
+        )
         tenants = {tenant.slug: tenant for tenant in Tenant.objects.all()}
         for slug, name, cost_centre in TENANTS:
             if slug not in tenants:
@@ -82,6 +97,7 @@ class Command(BaseCommand):
             for slug, role in memberships:
                 membership_set(actor=None, tenant=tenants[slug], user=user, role=role)
         self._catalog_and_quotas(tenants)
+        self._demo_nodes(cluster)
         self.stdout.write(
             self.style.SUCCESS("Demo data is loaded. Sign in at http://127.0.0.1:8000/")
         )
@@ -110,3 +126,21 @@ class Command(BaseCommand):
         for slug, model, amount in QUOTAS:
             if (slug, model) not in quotas:
                 quota_set(actor=None, tenant=tenants[slug], gpu_model=models[model], gpu_eq=amount)
+
+    def _demo_nodes(self, cluster: Cluster) -> None:
+        """Made-up nodes for the dry-run cluster, so the capacity pages have something to show."""
+        models = {model.slug: model for model in GpuModel.objects.all()}
+        nodes = []
+        for name, model, _backend, count, _gpus in POOLS:
+            for index in range(count):
+                labels = {
+                    models[model].node_label_key: models[model].node_label_value,
+                    "gpu-portal.io/pool": name,
+                }
+                nodes.append(
+                    {
+                        "metadata": {"name": f"{name}-{index}", "labels": labels},
+                        "status": {"allocatable": NODE_ALLOCATABLE[name]},
+                    }
+                )
+        capacity_record(cluster=cluster, nodes=nodes, pods=[])

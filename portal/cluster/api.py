@@ -1,0 +1,153 @@
+"""`provisioning-runs/`, `capacity/` and `clusters/` (API.md)."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from portal.cluster import services
+from portal.cluster.models import Cluster, ProvisioningRun, RunState
+from portal.cluster.selectors import (
+    capacity_for,
+    cluster_for,
+    clusters_for_admin,
+    provisioning_run_for,
+    provisioning_runs_visible_to,
+)
+from portal.cluster.serializers import (
+    CapacitySerializer,
+    ClusterDetailSerializer,
+    ClusterSerializer,
+    ProvisioningRunDetailSerializer,
+    ProvisioningRunSerializer,
+)
+from portal.core.errors import PermissionDenied, ValidationFailed
+from portal.core.http import api_user
+from portal.core.idempotency import idempotent_post
+
+RUN_FILTERS = [
+    OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug"),
+    OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
+    OpenApiParameter("state", OpenApiTypes.STR, enum=RunState.values),
+]
+CAPACITY_FILTERS = [
+    OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
+    OpenApiParameter("gpu_model", OpenApiTypes.STR, description="GPU model slug"),
+    OpenApiParameter("offering", OpenApiTypes.STR, description="offering slug"),
+]
+
+
+class ProvisioningRunList(GenericAPIView[ProvisioningRun]):
+    """Runs of the tenants the caller sees, newest first."""
+
+    serializer_class = ProvisioningRunSerializer
+
+    def get_queryset(self) -> QuerySet[ProvisioningRun]:
+        runs = provisioning_runs_visible_to(api_user(self.request))
+        params = self.request.query_params
+        if params.get("state"):
+            if params["state"] not in RunState.values:
+                raise ValidationFailed("Unknown state.", fields={"state": ["Unknown state."]})
+            runs = runs.filter(state=params["state"])
+        if params.get("tenant"):
+            runs = runs.filter(tenant__slug=params["tenant"])
+        if params.get("cluster"):
+            runs = runs.filter(cluster__name=params["cluster"])
+        return runs
+
+    @extend_schema(parameters=RUN_FILTERS)
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class ProvisioningRunDetail(GenericAPIView[ProvisioningRun]):
+    """One run with its per-object results (and the rendered manifests, as YAML)."""
+
+    serializer_class = ProvisioningRunDetailSerializer
+
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(self.get_serializer(provisioning_run_for(api_user(request), pk)).data)
+
+
+class ProvisioningRunRetry(GenericAPIView[ProvisioningRun]):
+    """Queue a failed run again (admins); 409 when the run has not failed."""
+
+    serializer_class = ProvisioningRunDetailSerializer
+
+    @extend_schema(request=None)
+    @idempotent_post
+    def post(self, request: Request, pk: int) -> Response:
+        user = api_user(request)
+        run = provisioning_run_for(user, pk)
+        if not user.is_portal_admin:
+            raise PermissionDenied("Only admins retry provisioning runs.")
+        retried = services.provisioning_run_retry(actor=user, run=run)
+        return Response(self.get_serializer(retried).data, status=status.HTTP_202_ACCEPTED)
+
+
+class CapacityList(GenericAPIView[Any]):
+    """Per cluster, pool and offering: total, allocated and free units (and GPU-eq), from the
+    last read of the cluster's nodes and pods. For those who may request GPUs."""
+
+    serializer_class = CapacitySerializer
+    pagination_class = None
+
+    @extend_schema(parameters=CAPACITY_FILTERS, responses=CapacitySerializer(many=True))
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        rows = capacity_for(
+            api_user(request),
+            cluster=params.get("cluster"),
+            gpu_model=params.get("gpu_model"),
+            offering=params.get("offering"),
+        )
+        return Response(CapacitySerializer(rows, many=True).data)  # type: ignore[arg-type]
+
+
+class ClusterList(GenericAPIView[Cluster]):
+    """Clusters (admins): list and register."""
+
+    serializer_class = ClusterSerializer
+
+    def get(self, request: Request) -> Response:
+        clusters = clusters_for_admin(api_user(request))
+        page = self.paginate_queryset(clusters)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @idempotent_post
+    def post(self, request: Request) -> Response:
+        user = api_user(request)
+        clusters_for_admin(user)
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        cluster = services.cluster_create(actor=user, **serializer.validated_data)
+        return Response(self.get_serializer(cluster).data, status=status.HTTP_201_CREATED)
+
+
+class ClusterDetail(GenericAPIView[Cluster]):
+    """One cluster with its nodes as last read (admins); PATCH changes it."""
+
+    serializer_class = ClusterDetailSerializer
+
+    def get(self, request: Request, name: str) -> Response:
+        return Response(self.get_serializer(cluster_for(api_user(request), name)).data)
+
+    @extend_schema(request=ClusterSerializer)
+    def patch(self, request: Request, name: str) -> Response:
+        user = api_user(request)
+        cluster = cluster_for(user, name)
+        serializer = ClusterSerializer(cluster, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        fields = dict(serializer.validated_data)
+        if "name" in fields and fields.pop("name") != cluster.name:
+            raise ValidationFailed(
+                "name: a cluster's name cannot change.", fields={"name": ["Cannot change."]}
+            )
+        cluster = services.cluster_update(actor=user, cluster=cluster, **fields)
+        return Response(self.get_serializer(cluster).data)

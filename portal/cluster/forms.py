@@ -1,0 +1,38 @@
+from django import forms
+
+from portal.cluster.models import ClusterMode, Connection
+
+LABELS_HELP = 'As JSON, e.g. {"kubernetes.io/metadata.name": "ingress-nginx"}; {} for none.'
+
+
+class ClusterForm(forms.Form):
+    """A cluster's settings; the service validates them (names, labels, paths)."""
+
+    name = forms.SlugField(max_length=63, help_text="As the GPU pools name it, e.g. prod-eu")
+    mode = forms.ChoiceField(choices=ClusterMode.choices, initial=ClusterMode.DRY_RUN)
+    connection = forms.ChoiceField(choices=Connection.choices, initial=Connection.IN_CLUSTER)
+    kubeconfig_path = forms.CharField(
+        required=False, help_text="For a kubeconfig connection: the file mounted from a secret"
+    )
+    kubeconfig_context = forms.CharField(required=False, help_text="Empty: its current context")
+    namespace_prefix = forms.CharField(required=False, initial="t-", max_length=10)
+    ingress_namespace_labels = forms.JSONField(
+        required=False,
+        initial={"kubernetes.io/metadata.name": "ingress-nginx"},
+        help_text=LABELS_HELP,
+    )
+    monitoring_namespace_labels = forms.JSONField(
+        required=False, initial={"kubernetes.io/metadata.name": "monitoring"}, help_text=LABELS_HELP
+    )
+    identity_prefix = forms.CharField(
+        required=False, initial="oidc:", help_text="The API server's OIDC username/group prefix"
+    )
+    pods_per_namespace = forms.IntegerField(min_value=0, initial=50)
+    volumes_per_namespace = forms.IntegerField(min_value=0, initial=20)
+    enabled = forms.BooleanField(required=False, initial=True)
+
+    def clean_ingress_namespace_labels(self) -> object:
+        return self.cleaned_data["ingress_namespace_labels"] or {}
+
+    def clean_monitoring_namespace_labels(self) -> object:
+        return self.cleaned_data["monitoring_namespace_labels"] or {}

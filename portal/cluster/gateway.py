@@ -1,0 +1,251 @@
+"""The one place the portal talks to Kubernetes API servers.
+
+Built on the official client's DynamicClient, so every kind goes through one code path
+(discovery tells it the paths). Each call is retried here with backoff when the failure is
+transient: 429 (honouring Retry-After), 5xx, timeouts and dropped connections. What is left
+is raised as `ClusterUnavailable` (still transient: try the run again later) or
+`ClusterRefused` (the API server said no; its message is kept for the admins).
+"""
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import urllib3
+from django.conf import settings
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import (
+    DynamicApiError,
+    ResourceNotFoundError,
+    ResourceNotUniqueError,
+)
+
+from portal.cluster.models import Cluster, Connection
+
+logger = logging.getLogger(__name__)
+
+FIELD_MANAGER = "gpu-portal"
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER_SECONDS = 30.0
+
+T = TypeVar("T")
+
+
+class ClusterError(Exception):
+    """A cluster call failed; `message` is what admins are shown."""
+
+    transient = False
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class ClusterUnavailable(ClusterError):
+    """Still failing after the retries: the cluster may answer later."""
+
+    transient = True
+
+
+class ClusterRefused(ClusterError):
+    """The API server refused the request (4xx): retrying the same thing will not help."""
+
+
+@dataclass(frozen=True)
+class Applied:
+    created: bool
+    live: dict[str, Any]
+
+
+def _status_message(error: ApiException) -> str:
+    """The API server's own explanation, from its Status body when there is one."""
+    body: Any = error.body
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if body:
+        try:
+            status = json.loads(body)
+        except ValueError:
+            return f"{error.status} {error.reason}: {str(body)[:500]}"
+        if isinstance(status, dict) and status.get("message"):
+            return f"{error.status} {status.get('reason') or error.reason}: {status['message']}"
+    return f"{error.status} {error.reason}"
+
+
+def _retry_after(error: ApiException) -> float | None:
+    headers = error.headers or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return min(float(value), MAX_RETRY_AFTER_SECONDS) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _configuration(cluster: Cluster) -> k8s_client.Configuration:
+    configuration = k8s_client.Configuration()
+    try:
+        if cluster.connection == Connection.KUBECONFIG:
+            k8s_config.load_kube_config(
+                config_file=cluster.kubeconfig_path,
+                context=cluster.kubeconfig_context or None,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        else:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+    except (ConfigException, OSError, TypeError) as error:
+        raise ClusterRefused(f"Cannot connect to cluster {cluster.name}: {error}") from None
+    # Retries are ours (counted, with backoff and Retry-After), not urllib3's.
+    configuration.retries = False
+    return configuration
+
+
+class KubernetesGateway:
+    """Calls to one cluster. `requests` counts the API calls made (retries included)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.requests = 0
+        self._timeout = settings.PORTAL_CLUSTER_TIMEOUT_SECONDS
+        self._attempts = settings.PORTAL_CLUSTER_RETRY_ATTEMPTS
+        self._backoff = settings.PORTAL_CLUSTER_RETRY_BACKOFF_SECONDS
+        self._api_client = k8s_client.ApiClient(_configuration(cluster))
+        self._dynamic: DynamicClient | None = None
+
+    def close(self) -> None:
+        self._api_client.close()
+
+    def _call(self, what: str, call: Callable[[], T]) -> T:
+        delay = self._backoff
+        for attempt in range(1, self._attempts + 1):
+            self.requests += 1
+            try:
+                return call()
+            except (ResourceNotFoundError, ResourceNotUniqueError) as error:
+                raise ClusterRefused(f"{what}: the cluster does not serve it ({error})") from None
+            except (ApiException, DynamicApiError) as error:
+                status = error.status or 0
+                if status not in TRANSIENT_STATUSES:
+                    raise ClusterRefused(
+                        f"{what}: {_status_message(error)}", status=status
+                    ) from None
+                failure = f"{what}: {_status_message(error)}"
+                wait = _retry_after(error) if status == 429 else None
+            except (urllib3.exceptions.HTTPError, OSError) as error:
+                status, wait = 0, None
+                failure = f"{what}: {type(error).__name__}: {error}"
+            if attempt == self._attempts:
+                raise ClusterUnavailable(
+                    f"{failure} (after {attempt} attempts)", status=status or None
+                )
+            logger.info("cluster %s: %s; retrying", self.cluster.name, failure)
+            time.sleep(wait if wait is not None else delay)
+            delay = min(delay * 2, 10.0)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _client(self) -> DynamicClient:
+        if self._dynamic is None:
+            self._dynamic = self._call("discovery", lambda: DynamicClient(self._api_client))
+        return self._dynamic
+
+    def _resource(self, api_version: str, kind: str) -> Any:
+        dynamic = self._client()
+        return self._call(
+            f"discovery of {kind}",
+            lambda: dynamic.resources.get(api_version=api_version, kind=kind),
+        )
+
+    def _request(self, what: str, method: str, resource: Any, **kwargs: Any) -> Any:
+        operation = getattr(self._client(), method)
+        return self._call(
+            what,
+            lambda: operation(resource, serialize=False, _request_timeout=self._timeout, **kwargs),
+        )
+
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """The live object, or None when it does not exist."""
+        resource = self._resource(api_version, kind)
+        try:
+            response = self._request(
+                f"get {kind} {name}", "get", resource, name=name, namespace=namespace
+            )
+        except ClusterRefused as error:
+            if error.status == 404:
+                return None
+            raise
+        return dict(json.loads(response.data))
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Objects of a kind in a namespace (or all namespaces), narrowed by selectors."""
+        resource = self._resource(api_version, kind)
+        response = self._request(
+            f"list {kind}",
+            "get",
+            resource,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
+        return list(json.loads(response.data).get("items") or [])
+
+    def apply(self, manifest: dict[str, Any]) -> Applied:
+        """Server-side apply under the portal's field manager, taking over conflicting fields."""
+        kind = manifest["kind"]
+        metadata = manifest["metadata"]
+        resource = self._resource(manifest["apiVersion"], kind)
+        response = self._request(
+            f"apply {kind} {metadata['name']}",
+            "server_side_apply",
+            resource,
+            body=manifest,
+            namespace=metadata.get("namespace"),
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+        )
+        return Applied(created=response.status == 201, live=dict(json.loads(response.data)))
+
+    def merge_patch(
+        self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        resource = self._resource(api_version, kind)
+        response = self._request(
+            f"patch {kind} {name}",
+            "patch",
+            resource,
+            name=name,
+            namespace=namespace,
+            body=patch,
+            content_type="application/merge-patch+json",
+        )
+        return dict(json.loads(response.data))
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Delete one object; False when it was already gone."""
+        resource = self._resource(api_version, kind)
+        try:
+            self._request(
+                f"delete {kind} {name}", "delete", resource, name=name, namespace=namespace
+            )
+        except ClusterRefused as error:
+            if error.status == 404:
+                return False
+            raise
+        return True

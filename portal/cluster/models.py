@@ -1,0 +1,216 @@
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+from portal.catalog.validators import validate_label_key, validate_label_value
+from portal.core.validators import slug_validator
+
+MANAGED_BY = "gpu-portal"
+
+
+def validate_labels(value: object) -> None:
+    """A namespace selector written as labels: {key: value}, each valid in Kubernetes."""
+    if not isinstance(value, dict):
+        raise ValidationError("Write the labels as an object of key: value.")
+    for key, label in value.items():
+        validate_label_key(str(key))
+        if not isinstance(label, str):
+            raise ValidationError(f"The value of {key} must be text.")
+        validate_label_value(label)
+
+
+def default_ingress_labels() -> dict[str, str]:
+    return {"kubernetes.io/metadata.name": "ingress-nginx"}
+
+
+def default_monitoring_labels() -> dict[str, str]:
+    return {"kubernetes.io/metadata.name": "monitoring"}
+
+
+namespace_prefix_validator = RegexValidator(
+    r"^[a-z0-9]([a-z0-9-]{0,8})?$",
+    "Up to 10 lowercase letters, digits and hyphens, starting with a letter or digit.",
+)
+
+
+class ClusterMode(models.TextChoices):
+    KUBERNETES = "kubernetes", "kubernetes (apply)"
+    DRY_RUN = "dry-run", "dry-run (render and record only)"
+
+
+class Connection(models.TextChoices):
+    IN_CLUSTER = "in-cluster", "in-cluster service account"
+    KUBECONFIG = "kubeconfig", "kubeconfig file (mounted from a secret)"
+
+
+class Cluster(models.Model):
+    """A Kubernetes cluster the portal provisions tenant namespaces in.
+
+    Credentials are never stored in the database: a cluster connects with the portal's own
+    service account (in-cluster) or with a kubeconfig file mounted from a secret.
+    """
+
+    name = models.CharField(
+        max_length=63,
+        unique=True,
+        validators=[slug_validator],
+        help_text="Matches the cluster name of its GPU pools.",
+    )
+    mode = models.CharField(max_length=16, choices=ClusterMode.choices, default=ClusterMode.DRY_RUN)
+    connection = models.CharField(
+        max_length=16, choices=Connection.choices, default=Connection.IN_CLUSTER
+    )
+    kubeconfig_path = models.CharField(max_length=500, blank=True)
+    kubeconfig_context = models.CharField(max_length=253, blank=True)
+    namespace_prefix = models.CharField(
+        max_length=10, default="t-", blank=True, validators=[namespace_prefix_validator]
+    )
+    # Selectors of the namespaces notebooks accept traffic from; empty renders no allowance.
+    ingress_namespace_labels = models.JSONField(
+        default=default_ingress_labels, blank=True, validators=[validate_labels]
+    )
+    monitoring_namespace_labels = models.JSONField(
+        default=default_monitoring_labels, blank=True, validators=[validate_labels]
+    )
+    # How the cluster's OIDC authenticator prefixes usernames and groups (--oidc-*-prefix).
+    identity_prefix = models.CharField(max_length=32, default="oidc:", blank=True)
+    pods_per_namespace = models.PositiveIntegerField(default=50)
+    volumes_per_namespace = models.PositiveIntegerField(default=20)
+    enabled = models.BooleanField(default=True)
+    capacity_collected_at = models.DateTimeField(null=True, blank=True)
+    reconciled_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def namespace_for(self, tenant_slug: str) -> str:
+        return f"{self.namespace_prefix}{tenant_slug}"
+
+    @property
+    def applies(self) -> bool:
+        """Whether runs talk to the cluster; PORTAL_CLUSTER_MODE=dry-run keeps every cluster dry."""
+        return self.mode == ClusterMode.KUBERNETES and settings.PORTAL_CLUSTER_MODE == "kubernetes"
+
+
+class RunKind(models.TextChoices):
+    BUNDLE = "bundle", "apply the tenant bundle"
+    REPAIR = "repair", "repair drift"
+    DELETE = "delete", "delete the namespace"
+
+
+class RunState(models.TextChoices):
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    SUCCEEDED = "succeeded", "succeeded"
+    FAILED = "failed", "failed"
+
+
+UNFINISHED_RUN_STATES = (RunState.QUEUED, RunState.RUNNING)
+
+
+class ProvisioningRun(models.Model):
+    """One attempt to make a tenant's namespace in one cluster match the portal.
+
+    Results are written together with the final state, so a run is never half-reported.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="runs")
+    tenant = models.ForeignKey(
+        "tenants.Tenant", on_delete=models.PROTECT, related_name="provisioning_runs"
+    )
+    kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.BUNDLE)
+    reason = models.CharField(max_length=200)
+    state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
+    dry_run = models.BooleanField(default=False)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    gpu_requests = models.ManyToManyField(
+        "allocations.GpuRequest", blank=True, related_name="provisioning_runs"
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    claimed_by = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    manifests = models.TextField(blank=True, help_text="The rendered bundle, as YAML")
+    api_requests = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "cluster", "state"]),
+            models.Index(fields=["state", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.kind}, {self.state})"
+
+    @property
+    def finished(self) -> bool:
+        return self.state not in UNFINISHED_RUN_STATES
+
+
+class Outcome(models.TextChoices):
+    CREATED = "created", "created"
+    CONFIGURED = "configured", "configured"
+    UNCHANGED = "unchanged", "unchanged"
+    DELETED = "deleted", "deleted"
+    SCALED_DOWN = "scaled-down", "scaled to zero"
+    RENDERED = "rendered", "rendered (dry-run)"
+    FAILED = "failed", "failed"
+    SKIPPED = "skipped", "skipped"
+
+
+class ProvisioningResult(models.Model):
+    """What happened to one object in one run; drift lists the fields that differed."""
+
+    run = models.ForeignKey(ProvisioningRun, on_delete=models.CASCADE, related_name="results")
+    position = models.PositiveIntegerField()
+    api_version = models.CharField(max_length=100)
+    kind = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=63, blank=True)
+    name = models.CharField(max_length=253)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    message = models.TextField(blank=True)
+    drift = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="result_unique_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}: {self.outcome}"
+
+
+class NodeCapacity(models.Model):
+    """One node as the last capacity read saw it: labels, allocatable and requested resources.
+
+    Quantities are kept as Kubernetes quantity strings; rows are replaced on every read.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=253)
+    labels = models.JSONField(default=dict)
+    allocatable = models.JSONField(default=dict)
+    requested = models.JSONField(default=dict)
+    schedulable = models.BooleanField(default=True)
+    collected_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="node_unique_per_cluster")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.name}"

@@ -1,0 +1,285 @@
+"""Reads for provisioning and capacity, narrowed to what a user may see."""
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+
+from portal.accounts.models import User
+from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
+from portal.catalog.models import GpuPool, Offering
+from portal.catalog.validators import quantity_parse
+from portal.cluster.manifests import BundleSpec, gpu_resource_totals
+from portal.cluster.models import Cluster, NodeCapacity, ProvisioningResult, ProvisioningRun
+from portal.core.errors import NotFound
+from tenants.access import Access, tenant_for
+from tenants.models import MemberRole, Membership, Tenant, TenantState
+from tenants.selectors import tenants_visible_to
+
+# A node belongs to the pool this label names; without it, to the pool of its GPU model.
+POOL_LABEL = "gpu-portal.io/pool"
+
+
+@dataclass(frozen=True)
+class BundleInput:
+    """A tenant's bundle spec, and the approved allocations a successful run makes active."""
+
+    spec: BundleSpec
+    approved_request_ids: tuple[int, ...]
+
+
+def known_gpu_resources() -> frozenset[str]:
+    """Every extended resource name the catalog's offerings ask for."""
+    names: set[str] = set()
+    for resources in Offering.objects.values_list("resources", flat=True):
+        names.update(resources)
+    return frozenset(names)
+
+
+def bundle_inputs(*, cluster: Cluster, tenants: Iterable[Tenant]) -> dict[int, BundleInput]:
+    """The bundle spec of each tenant in `cluster`, in three queries whatever their number."""
+    tenants = list(tenants)
+    ids = [tenant.pk for tenant in tenants]
+    known = known_gpu_resources()
+    holdings: dict[int, list[tuple[dict[str, Any], int]]] = defaultdict(list)
+    approved: dict[int, list[int]] = defaultdict(list)
+    held = GpuRequest.objects.filter(tenant_id__in=ids, state__in=HOLDING_STATES).values_list(
+        "pk", "tenant_id", "state", "count", "offering__resources"
+    )
+    for pk, tenant_id, state, count, resources in held.order_by("pk"):
+        holdings[tenant_id].append((resources, count))
+        if state == RequestState.APPROVED:
+            approved[tenant_id].append(pk)
+    members: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for tenant_id, role, username in Membership.objects.filter(tenant_id__in=ids).values_list(
+        "tenant_id", "role", "user__username"
+    ):
+        members[tenant_id][role].append(username)
+    inputs = {}
+    for tenant in tenants:
+        spec = BundleSpec(
+            tenant_slug=tenant.slug,
+            namespace=cluster.namespace_for(tenant.slug),
+            suspended=tenant.state != TenantState.ACTIVE,
+            cpu_cores=tenant.cpu_cores_quota,
+            memory_gib=tenant.memory_gib_quota,
+            storage_gib=tenant.storage_gib_quota,
+            pods=cluster.pods_per_namespace,
+            volumes=cluster.volumes_per_namespace,
+            gpu_resources=gpu_resource_totals(holdings[tenant.pk]),
+            known_gpu_resources=known,
+            leads=tuple(members[tenant.pk][MemberRole.LEAD]),
+            developers=tuple(members[tenant.pk][MemberRole.DEVELOPER]),
+            identity_prefix=cluster.identity_prefix,
+            ingress_namespace_labels=dict(cluster.ingress_namespace_labels),
+            monitoring_namespace_labels=dict(cluster.monitoring_namespace_labels),
+        )
+        inputs[tenant.pk] = BundleInput(spec=spec, approved_request_ids=tuple(approved[tenant.pk]))
+    return inputs
+
+
+def bundle_input(*, cluster: Cluster, tenant: Tenant) -> BundleInput:
+    return bundle_inputs(cluster=cluster, tenants=[tenant])[tenant.pk]
+
+
+def _runs() -> QuerySet[ProvisioningRun]:
+    return ProvisioningRun.objects.select_related("cluster", "tenant", "requested_by")
+
+
+def provisioning_runs_visible_to(user: User) -> QuerySet[ProvisioningRun]:
+    """Runs of the tenants the user sees."""
+    return _runs().filter(tenant__in=tenants_visible_to(user))
+
+
+def provisioning_run_for(user: User, pk: int) -> ProvisioningRun:
+    """One run with its results, if the user sees its tenant; otherwise NotFound."""
+    run = (
+        provisioning_runs_visible_to(user)
+        .prefetch_related(Prefetch("results", queryset=ProvisioningResult.objects.all()))
+        .filter(pk=pk)
+        .first()
+    )
+    if run is None:
+        raise NotFound(f"There is no provisioning run {pk}.")
+    return run
+
+
+def recent_runs(tenant: Tenant, *, limit: int = 5) -> list[ProvisioningRun]:
+    """A tenant's latest runs with their results, in two queries."""
+    return list(
+        _runs()
+        .filter(tenant=tenant)
+        .prefetch_related("results")
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+@dataclass(frozen=True)
+class ProvisioningOverview:
+    """A tenant page's provisioning section: the latest runs, whether one is in progress, and
+    the namespace objects as the latest finished run left them."""
+
+    runs: list[ProvisioningRun]
+    objects: list[ProvisioningResult]
+    in_progress: bool
+
+
+def provisioning_overview(tenant: Tenant) -> ProvisioningOverview:
+    runs = recent_runs(tenant)
+    finished = next((run for run in runs if run.finished), None)
+    return ProvisioningOverview(
+        runs=runs,
+        objects=list(finished.results.all()) if finished else [],
+        in_progress=any(not run.finished for run in runs),
+    )
+
+
+def tenant_provisioning_for(user: User, slug: str) -> tuple[Tenant, ProvisioningOverview]:
+    tenant = tenant_for(user, slug, Access.VIEW)
+    return tenant, provisioning_overview(tenant)
+
+
+def failed_runs(cluster: Cluster, *, limit: int = 20) -> list[ProvisioningRun]:
+    return list(_runs().filter(cluster=cluster, state="failed").order_by("-created_at")[:limit])
+
+
+def drift_runs(cluster: Cluster, *, limit: int = 20) -> list[ProvisioningRun]:
+    return list(
+        _runs()
+        .filter(cluster=cluster, kind="repair")
+        .prefetch_related("results")
+        .order_by("-created_at")[:limit]
+    )
+
+
+@dataclass(frozen=True)
+class CapacityRow:
+    """What one offering can still get in one pool: in its own units and in GPU-eq."""
+
+    cluster: str
+    pool: str
+    gpu_model: str
+    offering: Offering
+    total: int
+    free: int
+    nodes: int
+
+    @property
+    def allocated(self) -> int:
+        return self.total - self.free
+
+    @property
+    def total_gpu_eq(self) -> Fraction:
+        return Fraction(self.offering.gpu_eq) * self.total
+
+    @property
+    def allocated_gpu_eq(self) -> Fraction:
+        return Fraction(self.offering.gpu_eq) * self.allocated
+
+    @property
+    def free_gpu_eq(self) -> Fraction:
+        return Fraction(self.offering.gpu_eq) * self.free
+
+
+def _amount(quantities: dict[str, Any], name: str) -> Decimal:
+    try:
+        return quantity_parse(str(quantities.get(name, "0")))
+    except ValueError:
+        return Decimal(0)
+
+
+def _pool_nodes(pool: GpuPool, nodes: list[NodeCapacity]) -> list[NodeCapacity]:
+    model = pool.gpu_model
+    return [
+        node
+        for node in nodes
+        if node.schedulable
+        and node.labels.get(model.node_label_key) == model.node_label_value
+        and node.labels.get(POOL_LABEL, pool.name) == pool.name
+    ]
+
+
+def capacity_rows(
+    *, cluster: str | None = None, gpu_model: str | None = None, offering: str | None = None
+) -> list[CapacityRow]:
+    """Total, allocated and free units per cluster, pool and offering, from the last node read.
+
+    An offering asking for several resources (HAMi: a GPU and memory) is limited by the
+    scarcest. Four queries whatever the number of nodes, pools or offerings.
+    """
+    clusters = Cluster.objects.filter(enabled=True, capacity_collected_at__isnull=False)
+    if cluster:
+        clusters = clusters.filter(name=cluster)
+    names = list(clusters.values_list("name", flat=True))
+    nodes_by_cluster: dict[str, list[NodeCapacity]] = defaultdict(list)
+    for node in NodeCapacity.objects.filter(cluster__name__in=names).select_related("cluster"):
+        nodes_by_cluster[node.cluster.name].append(node)
+    pools = GpuPool.objects.filter(cluster__in=names).select_related("gpu_model", "backend")
+    if gpu_model:
+        pools = pools.filter(gpu_model__slug=gpu_model)
+    offerings = Offering.objects.filter(enabled=True).select_related("gpu_model")
+    if offering:
+        offerings = offerings.filter(slug=offering)
+    by_pool_kind: dict[tuple[int, int], list[Offering]] = defaultdict(list)
+    for item in offerings:
+        by_pool_kind[item.gpu_model_id, item.backend_id].append(item)
+    rows = []
+    for pool in pools:
+        nodes = _pool_nodes(pool, nodes_by_cluster[pool.cluster])
+        for item in by_pool_kind[pool.gpu_model_id, pool.backend_id]:
+            total = free = None
+            for name, per_unit in item.resources.items():
+                unit = quantity_parse(str(per_unit))
+                allocatable = sum((_amount(node.allocatable, name) for node in nodes), Decimal(0))
+                requested = sum((_amount(node.requested, name) for node in nodes), Decimal(0))
+                units = int(allocatable // unit)
+                spare = int(max(allocatable - requested, Decimal(0)) // unit)
+                total = units if total is None else min(total, units)
+                free = spare if free is None else min(free, spare)
+            rows.append(
+                CapacityRow(
+                    cluster=pool.cluster,
+                    pool=pool.name,
+                    gpu_model=pool.gpu_model.name,
+                    offering=item,
+                    total=total or 0,
+                    free=free or 0,
+                    nodes=len(nodes),
+                )
+            )
+    return rows
+
+
+def capacity_free_units(offering: Offering) -> int | None:
+    """Free units of `offering` over every cluster, or None when no cluster has been read."""
+    rows = capacity_rows(offering=offering.slug)
+    return sum(row.free for row in rows) if rows else None
+
+
+def cluster_nodes(cluster: Cluster) -> list[NodeCapacity]:
+    return list(NodeCapacity.objects.filter(cluster=cluster))
+
+
+def clusters_for_admin(user: User) -> QuerySet[Cluster]:
+    if not user.is_portal_admin:
+        raise NotFound("There is no such page.")
+    return Cluster.objects.all()
+
+
+def capacity_for(user: User, **filters: str | None) -> list[CapacityRow]:
+    """Capacity for those who may request GPUs (members of a tenant, admins); NotFound else."""
+    if not (user.is_portal_admin or Membership.objects.filter(user=user).exists()):
+        raise NotFound("There is no such page.")
+    return capacity_rows(**filters)
+
+
+def cluster_for(user: User, name: str) -> Cluster:
+    """One cluster, for admins; NotFound for everyone else."""
+    cluster = clusters_for_admin(user).filter(name=name).first()
+    if cluster is None:
+        raise NotFound(f"There is no cluster {name!r}.")
+    return cluster
