@@ -281,6 +281,8 @@ SPECTACULAR_SETTINGS = {
         "TenantStateEnum": "tenants.models.TenantState",
         "QuotaRequestStateEnum": "tenants.models.QuotaRequestState",
         "MemberRoleEnum": "tenants.models.MemberRole",
+        "RequestStateEnum": "portal.allocations.models.RequestState",
+        "RunStateEnum": "portal.cluster.models.RunState",
     },
 }
 

@@ -71,3 +71,5 @@ class StateForm(forms.Form):
         choices=[("suspend", "Suspend"), ("reactivate", "Reactivate"), ("archive", "Archive")]
     )
     comment = forms.CharField(required=False)
+    # Archiving deletes the tenant's namespaces: the admin types the slug to confirm.
+    confirm = forms.CharField(required=False, label="Type the tenant's slug to confirm")

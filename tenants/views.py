@@ -287,6 +287,11 @@ def tenant_state(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     form = StateForm(request.POST)
     if not form.is_valid():
         raise ValidationFailed("Choose an action.", fields={"action": ["Required."]})
-    services.tenant_change_state(actor=request.user, tenant=tenant, **form.cleaned_data)
-    messages.success(request, f"Tenant {tenant.slug}: {form.cleaned_data['action']} done.")
+    data = dict(form.cleaned_data)
+    if data["action"] == "archive" and data.pop("confirm").strip() != tenant.slug:
+        # Archiving deletes the namespaces and everything in them: confirm first.
+        return render(request, "tenants/archive_confirm.html", {"tenant": tenant, "form": form})
+    data.pop("confirm", None)
+    services.tenant_change_state(actor=request.user, tenant=tenant, **data)
+    messages.success(request, f"Tenant {tenant.slug}: {data['action']} done.")
     return redirect("tenants:detail", slug=tenant.slug)

@@ -17,6 +17,7 @@ from portal.allocations.selectors import gpu_request_for, gpu_requests_visible_t
 from portal.allocations.serializers import (
     CommentSerializer,
     ExtendSerializer,
+    GpuRequestDetailSerializer,
     GpuRequestInputSerializer,
     GpuRequestSerializer,
 )
@@ -91,7 +92,9 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
 
 
 class GpuRequestDetail(GenericAPIView[GpuRequest]):
-    serializer_class = GpuRequestSerializer
+    """One request with its allocation's times and its provisioning runs."""
+
+    serializer_class = GpuRequestDetailSerializer
 
     def get(self, request: Request, pk: int) -> Response:
         return Response(self.get_serializer(gpu_request_for(api_user(request), pk)).data)

@@ -1,3 +1,6 @@
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.allocations.models import GpuRequest, Purpose
@@ -17,12 +20,37 @@ class GpuRequestSerializer(serializers.ModelSerializer[GpuRequest]):
 
     class Meta:
         model = GpuRequest
-        fields = (
+        fields: tuple[str, ...] = (
             "id", "tenant", "requester", "offering", "gpu_model", "count", "gpu_eq",
             "gpu_eq_display", "state", "purpose", "justification", "duration_hours", "starts_at",
             "ends_at", "decided_by", "decided_at", "decision_comment", "created_at", "updated_at",
         )  # fmt: skip
+        read_only_fields: tuple[str, ...] = fields
+
+
+class ProvisioningRunBriefSerializer(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    cluster = serializers.CharField(source="cluster.name")
+    kind = serializers.CharField()
+    state = serializers.CharField()
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class GpuRequestDetailSerializer(GpuRequestSerializer):
+    """One request with the provisioning runs that applied its allocation to the clusters."""
+
+    provisioning_runs = serializers.SerializerMethodField()
+
+    class Meta(GpuRequestSerializer.Meta):
+        fields = (*GpuRequestSerializer.Meta.fields, "provisioning_runs")
         read_only_fields = fields
+
+    @extend_schema_field(ProvisioningRunBriefSerializer(many=True))
+    def get_provisioning_runs(self, gpu_request: GpuRequest) -> Any:
+        runs = gpu_request.provisioning_runs.select_related("cluster").order_by("-created_at")
+        return ProvisioningRunBriefSerializer(runs, many=True).data
 
 
 class GpuRequestInputSerializer(serializers.Serializer[GpuRequest]):

@@ -6,6 +6,7 @@ oversubscribe. Every transition is one call, one transaction, one audit event; a
 raises InvalidTransition (409) naming the current state.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fractions import Fraction
@@ -373,6 +374,21 @@ def gpu_request_extend(*, actor: User, gpu_request: GpuRequest, hours: int) -> G
         changes={"ends_at": [before.isoformat(), locked.ends_at.isoformat()]},
     )
     return locked
+
+
+def allocations_activate(*, request_ids: Iterable[int], comment: str) -> list[GpuRequest]:
+    """Approved allocations that the cluster now holds quota for become active (others, already
+    ended or active, are left as they are). Call inside the transaction that records why."""
+    started = list(
+        GpuRequest.objects.select_for_update()
+        .select_related("tenant")
+        .filter(pk__in=list(request_ids), state=RequestState.APPROVED)
+    )
+    for gpu_request in started:
+        _transition(
+            gpu_request, actor=None, to=RequestState.ACTIVE, action="activate", comment=comment
+        )
+    return started
 
 
 def allocations_expire(*, now: datetime | None = None) -> int:

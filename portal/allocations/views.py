@@ -20,6 +20,7 @@ from portal.allocations.selectors import (
     gpu_requests_visible_to,
 )
 from portal.catalog.models import Offering
+from portal.cluster.selectors import capacity_free_units
 from portal.core.errors import ApplicationError, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import POLL_DONE, form_add_error
@@ -113,6 +114,7 @@ def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
             "path": path,
             "hours": hours,
             "can_ask_quota": role_in(request.user, tenant) == MemberRole.LEAD,
+            "free_units": capacity_free_units(offering),
         }
     return render(request, "allocations/request_form.html#preview", context)
 

@@ -7,6 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
+from rest_framework.mixins import ListModelMixin
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -42,7 +43,7 @@ CAPACITY_FILTERS = [
 ]
 
 
-class ProvisioningRunList(GenericAPIView[ProvisioningRun]):
+class ProvisioningRunList(ListModelMixin, GenericAPIView[ProvisioningRun]):
     """Runs of the tenants the caller sees, newest first."""
 
     serializer_class = ProvisioningRunSerializer
@@ -110,7 +111,7 @@ class CapacityList(GenericAPIView[Any]):
         return Response(CapacitySerializer(rows, many=True).data)  # type: ignore[arg-type]
 
 
-class ClusterList(GenericAPIView[Cluster]):
+class ClusterList(ListModelMixin, GenericAPIView[Cluster]):
     """Clusters (admins): list and register."""
 
     serializer_class = ClusterSerializer

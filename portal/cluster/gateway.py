@@ -123,10 +123,11 @@ class KubernetesGateway:
     def close(self) -> None:
         self._api_client.close()
 
-    def _call(self, what: str, call: Callable[[], T]) -> T:
+    def _call(self, what: str, call: Callable[[], T], *, counted: bool = True) -> T:
         delay = self._backoff
         for attempt in range(1, self._attempts + 1):
-            self.requests += 1
+            # Discovery is not counted: the client caches it on disk, so it rarely calls.
+            self.requests += counted
             try:
                 return call()
             except (ResourceNotFoundError, ResourceNotUniqueError) as error:
@@ -153,7 +154,9 @@ class KubernetesGateway:
 
     def _client(self) -> DynamicClient:
         if self._dynamic is None:
-            self._dynamic = self._call("discovery", lambda: DynamicClient(self._api_client))
+            self._dynamic = self._call(
+                "discovery", lambda: DynamicClient(self._api_client), counted=False
+            )
         return self._dynamic
 
     def _resource(self, api_version: str, kind: str) -> Any:
@@ -161,6 +164,7 @@ class KubernetesGateway:
         return self._call(
             f"discovery of {kind}",
             lambda: dynamic.resources.get(api_version=api_version, kind=kind),
+            counted=False,
         )
 
     def _request(self, what: str, method: str, resource: Any, **kwargs: Any) -> Any:

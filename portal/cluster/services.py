@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from portal.accounts.models import User
-from portal.allocations.models import GpuRequest, RequestState
+from portal.allocations.models import GpuRequest
 from portal.catalog.validators import quantity_parse
 from portal.cluster.gateway import ClusterError, KubernetesGateway
 from portal.cluster.manifests import (
@@ -296,9 +296,16 @@ def bundle_compare(
     return plan
 
 
-def _unwanted(desired: list[dict[str, Any]], live: LiveBundle) -> list[tuple[str, dict[str, Any]]]:
+def _unwanted(
+    desired: list[dict[str, Any]], live: LiveBundle
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """Live bundle objects (api_version, kind, object) the portal no longer renders."""
     wanted = {object_key(manifest) for manifest in desired}
-    return [item for key, item in live.objects.items() if key not in wanted]
+    return [
+        (api_version, key[0], obj)
+        for key, (api_version, obj) in live.objects.items()
+        if key not in wanted
+    ]
 
 
 def _scale_down(gateway: KubernetesGateway, namespace: str, report: SyncReport) -> None:
@@ -338,15 +345,15 @@ def bundle_sync(
                 _result(manifest, outcome, drift=drift if outcome == Outcome.CONFIGURED else [])
             )
             pending.remove(manifest)
-        for api_version, obj in _unwanted(desired, live):
-            metadata = obj["metadata"]
-            gateway.delete(api_version, _kind_of(api_version, obj), metadata["name"], namespace)
+        for api_version, kind, obj in _unwanted(desired, live):
+            name = obj["metadata"]["name"]
+            gateway.delete(api_version, kind, name, namespace)
             report.results.append(
                 ObjectResult(
                     api_version,
-                    _kind_of(api_version, obj),
+                    kind,
                     namespace,
-                    metadata["name"],
+                    name,
                     Outcome.DELETED,
                     message="no longer part of the bundle",
                 )
@@ -359,13 +366,6 @@ def bundle_sync(
             report.results.append(_result(pending[0], Outcome.FAILED, message=error.message))
             report.results += [_result(item, Outcome.SKIPPED) for item in pending[1:]]
     return report
-
-
-def _kind_of(api_version: str, obj: dict[str, Any]) -> str:
-    if obj.get("kind"):
-        return str(obj["kind"])
-    kinds = [kind for version, kind in NAMESPACED_KINDS if version == api_version]
-    return kinds[0] if len(kinds) == 1 else ""
 
 
 def namespace_delete(gateway: KubernetesGateway, *, namespace: str, tenant_slug: str) -> SyncReport:
@@ -489,23 +489,12 @@ def _finish(
 
 
 def _start_allocations(run: ProvisioningRun, request_ids: tuple[int, ...]) -> None:
-    """Approved allocations the cluster now holds quota for become active."""
-    started = list(
-        GpuRequest.objects.select_for_update()
-        .select_related("tenant")
-        .filter(pk__in=request_ids, state=RequestState.APPROVED)
+    from portal.allocations.services import allocations_activate  # noqa: PLC0415  (cycle)
+
+    started = allocations_activate(
+        request_ids=request_ids,
+        comment=f"Provisioned by run {run.pk} in cluster {run.cluster.name}.",
     )
-    for gpu_request in started:
-        gpu_request.state = RequestState.ACTIVE
-        gpu_request.save(update_fields=["state", "updated_at"])
-        audit_record(
-            actor=None,
-            action="gpu_request.activate",
-            target=gpu_request,
-            tenant=gpu_request.tenant,
-            changes={"state": [RequestState.APPROVED, RequestState.ACTIVE]},
-            comment=f"Provisioned by run {run.pk} in cluster {run.cluster.name}.",
-        )
     if started:
         run.gpu_requests.add(*started)
 
@@ -601,8 +590,8 @@ def _reconcile(cluster: Cluster, gateway: KubernetesGateway) -> ReconcileReport:
             for manifest, outcome, fields in bundle_compare(desired, live)
             if outcome != Outcome.UNCHANGED
         }
-        for api_version, obj in _unwanted(desired, live):
-            drift[f"{_kind_of(api_version, obj)}/{obj['metadata']['name']}"] = ["(unwanted)"]
+        for _, kind, obj in _unwanted(desired, live):
+            drift[f"{kind}/{obj['metadata']['name']}"] = ["(unwanted)"]
         if drift and tenant.pk not in busy:
             drifted.append(tenant.slug)
             with transaction.atomic():

@@ -134,6 +134,11 @@ def test_capacity_counts_free_units_per_offering(
     assert row["free_gpu_eq"] == "317"
     page = client.get(reverse("cluster:capacity"))
     assert 'data-testid="capacity-lab-a100-80gb-whole"' in page.content.decode()
+    preview = client.get(
+        reverse("allocations:preview"),
+        {"tenant": "vision", "offering": "a100-80gb-whole", "count": 1},
+    )
+    assert "317 free units of" in preview.content.decode()
     # Finance requests nothing, so capacity is not theirs to see.
     assert client_for(finance_user).get(reverse("api:capacity")).status_code == 404
 
@@ -171,12 +176,16 @@ def test_only_admins_see_clusters(db, client_for, lead, outsider):
         assert client.get(reverse("cluster:detail", args=["prod"])).status_code == 404
 
 
-def test_admin_cluster_page_shows_nodes_and_failed_runs(db, client_for, admin_user, tenant_a):
+def test_admin_cluster_page_shows_nodes_and_failed_runs(
+    db, client_for, admin_user, tenant_a, django_assert_max_num_queries
+):
     cluster = cluster_create(actor=None, name="lab")
-    capacity_record(cluster=cluster, nodes=gpu_nodes(2), pods=[])
+    capacity_record(cluster=cluster, nodes=gpu_nodes(60), pods=[])
     ProvisioningRun.objects.filter(tenant=tenant_a).update(state=RunState.FAILED, error="403 x")
     run = ProvisioningRun.objects.get(tenant=tenant_a)
-    html = client_for(admin_user).get(reverse("cluster:detail", args=["lab"])).content.decode()
+    client = client_for(admin_user)
+    with django_assert_max_num_queries(15):
+        html = client.get(reverse("cluster:detail", args=["lab"])).content.decode()
     assert 'data-testid="node-gpu-1"' in html
     assert f'data-testid="failed-{run.pk}"' in html
     response = client_for(admin_user).post(reverse("cluster:run-retry", args=[run.pk]))
@@ -217,3 +226,20 @@ def test_admin_creates_a_cluster_from_the_form_with_errors_on_fields(db, client_
     )
     assert response.status_code == 302
     assert response["Location"] == reverse("cluster:detail", args=["edge"])
+
+
+def test_archiving_from_the_page_asks_for_the_slug_first(db, tenant_a, client_for, admin_user):
+    client = client_for(admin_user)
+    url = reverse("tenants:state", args=["vision"])
+    asked = client.post(url, {"action": "archive"})
+    assert asked.status_code == 200
+    assert "Type <code>vision</code> to confirm" in asked.content.decode()
+    wrong = client.post(url, {"action": "archive", "confirm": "nlp"})
+    assert "That is not vision." in wrong.content.decode()
+    tenant_a.refresh_from_db()
+    assert tenant_a.state == "active"
+    done = client.post(url, {"action": "archive", "confirm": "vision", "comment": "team closed"})
+    assert done.status_code == 302
+    tenant_a.refresh_from_db()
+    assert tenant_a.state == "archived"
+    assert AuditEvent.objects.get(action="tenant.archive").comment == "team closed"

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 import yaml
+from django.urls import reverse
 from django.utils import timezone
 
 from portal.allocations.models import RequestState
@@ -70,7 +71,7 @@ def test_a_run_is_executed_once_however_often_it_is_delivered(dry_cluster, tenan
 
 
 def test_an_approved_allocation_becomes_active_when_its_run_succeeds(
-    dry_cluster, a100_tenant, developer, catalog
+    dry_cluster, a100_tenant, developer, catalog, client_for
 ):
     for run in ProvisioningRun.objects.filter(tenant=a100_tenant):
         provisioning_run_execute(run_id=run.pk)
@@ -83,6 +84,8 @@ def test_an_approved_allocation_becomes_active_when_its_run_succeeds(
     provisioning_run_execute(run_id=run.pk)
     allocation.refresh_from_db()
     assert allocation.state == RequestState.ACTIVE
+    body = client_for(developer).get(reverse("api:request", args=[allocation.pk])).json()
+    assert [(r["id"], r["state"]) for r in body["provisioning_runs"]] == [(run.pk, "succeeded")]
     hard = next(
         doc for doc in yaml.safe_load_all(ProvisioningRun.objects.get(pk=run.pk).manifests)
         if doc["kind"] == "ResourceQuota"

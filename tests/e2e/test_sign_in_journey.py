@@ -7,15 +7,19 @@ pytestmark = pytest.mark.browser
 
 ADMIN_NAVIGATION = [
     "My workspace", "My requests", "Approvals", "Chargeback", "Tenants",
-    "Quota requests", "Catalog", "All requests", "Audit log",
+    "Quota requests", "Catalog", "Clusters", "All requests", "Audit log",
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("persona", "heading", "nav_links"),
     [
-        ("developer", "My workspace", ["My workspace", "My requests", "Audit log"]),
-        ("lead", "Team", ["My workspace", "My requests", "Approvals", "Team", "Audit log"]),
+        ("developer", "My workspace", ["My workspace", "My requests", "Capacity", "Audit log"]),
+        (
+            "lead",
+            "Team",
+            ["My workspace", "My requests", "Approvals", "Team", "Capacity", "Audit log"],
+        ),
         ("finance_user", "Chargeback", ["Chargeback", "All requests", "Audit log"]),
         ("admin_user", "Tenants", ADMIN_NAVIGATION),
     ],

@@ -1,0 +1,7 @@
+"""A Kubernetes API server emulator for tests: the real `kubernetes` client talks to it over HTTP.
+
+`server.KubeApiEmulator` is the entry point and `fixtures.kube_api` the pytest fixture. The
+modules: `api` (REST semantics), `resources` (served kinds and discovery), `store`,
+`managed_fields` (field ownership and server-side apply), `patches`, `selectors`,
+`validation`, `quota` (ResourceQuota usage and admission), `faults` and `errors`.
+"""
