@@ -413,20 +413,27 @@ def provisioning_run_execute(*, run_id: int, worker: str = "") -> ProvisioningRu
     run = ProvisioningRun.objects.select_related("cluster", "tenant").get(pk=run_id)
     cluster, tenant = run.cluster, run.tenant
     source = bundle_input(cluster=cluster, tenant=tenant)
-    namespace = source.spec.namespace
-    desired = tenant_bundle_manifests(source.spec) if run.kind != RunKind.DELETE else []
-    run.manifests = manifests_yaml(desired)
-    if not cluster.applies:
-        report = SyncReport(results=[_result(item, Outcome.RENDERED) for item in desired])
+    try:
+        desired = tenant_bundle_manifests(source.spec) if run.kind != RunKind.DELETE else []
+        run.manifests = manifests_yaml(desired)
+        if not cluster.applies:
+            report = SyncReport(results=[_result(item, Outcome.RENDERED) for item in desired])
+            requests = 0
+        else:
+            report, requests = _execute_against_cluster(run, desired, source)
+    except Exception as error:  # a claimed run must end visibly, whatever broke
+        logger.exception("provisioning run %s failed unexpectedly", run_id)
+        report = SyncReport(
+            error=ClusterError(f"Unexpected error: {type(error).__name__}: {error}")
+        )
         requests = 0
-    else:
-        report, requests = _execute_against_cluster(run, desired, namespace, source)
     return _finish(run, report=report, source=source, requests=requests)
 
 
 def _execute_against_cluster(
-    run: ProvisioningRun, desired: list[dict[str, Any]], namespace: str, source: BundleInput
+    run: ProvisioningRun, desired: list[dict[str, Any]], source: BundleInput
 ) -> tuple[SyncReport, int]:
+    namespace = source.spec.namespace
     try:
         gateway = KubernetesGateway(run.cluster)
     except ClusterError as error:
