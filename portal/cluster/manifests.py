@@ -34,10 +34,15 @@ NAMESPACED_KINDS: tuple[tuple[str, str], ...] = (
     ("networking.k8s.io/v1", "NetworkPolicy"),
 )
 
-# Containers that say nothing get these; the quota's limits.* keys need every container to
-# carry limits, and a LimitRange default is what makes a plain `pip install` pod admissible.
-CONTAINER_DEFAULT_LIMITS = {"cpu": "2", "memory": "8Gi"}
-CONTAINER_DEFAULT_REQUESTS = {"cpu": "500m", "memory": "1Gi"}
+# Containers that say nothing get these (capped at the tenant's quota); the quota's limits.*
+# keys need every container to carry limits, and a LimitRange default provides them.
+DEFAULT_CPU_LIMIT_CORES = 2
+DEFAULT_MEMORY_LIMIT_GIB = 8
+DEFAULT_REQUESTS = {"cpu": "500m", "memory": "1Gi"}
+
+# Leads get this ClusterRole (deploy/kubernetes/rbac.yaml): `edit` without NetworkPolicies,
+# so the namespace's isolation stays the portal's. Developers get the built-in `view`.
+LEAD_CLUSTER_ROLE = "gpu-portal-tenant-lead"
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,12 @@ def _resource_quota(spec: BundleSpec) -> dict[str, Any]:
 
 
 def _limit_range(spec: BundleSpec) -> dict[str, Any]:
+    limits = {
+        "cpu": str(min(DEFAULT_CPU_LIMIT_CORES, spec.cpu_cores)),
+        "memory": f"{min(DEFAULT_MEMORY_LIMIT_GIB, spec.memory_gib)}Gi",
+    }
+    if spec.memory_gib == 0:
+        limits["memory"] = "0"
     return {
         "apiVersion": "v1",
         "kind": "LimitRange",
@@ -135,8 +146,10 @@ def _limit_range(spec: BundleSpec) -> dict[str, Any]:
             "limits": [
                 {
                     "type": "Container",
-                    "default": dict(CONTAINER_DEFAULT_LIMITS),
-                    "defaultRequest": dict(CONTAINER_DEFAULT_REQUESTS),
+                    "default": {key: value for key, value in limits.items() if value != "0"},
+                    "defaultRequest": {
+                        key: value for key, value in DEFAULT_REQUESTS.items() if limits[key] != "0"
+                    },
                 }
             ]
         },
@@ -239,7 +252,7 @@ def tenant_bundle_manifests(spec: BundleSpec) -> list[dict[str, Any]]:
         _service_account(spec),
         _resource_quota(spec),
         _limit_range(spec),
-        _role_binding(spec, role="lead", cluster_role="edit"),
+        _role_binding(spec, role="lead", cluster_role=LEAD_CLUSTER_ROLE),
         _role_binding(spec, role="developer", cluster_role="view"),
         *_network_policies(spec),
     ]

@@ -41,16 +41,22 @@ def known_gpu_resources() -> frozenset[str]:
 
 
 def bundle_inputs(*, cluster: Cluster, tenants: Iterable[Tenant]) -> dict[int, BundleInput]:
-    """The bundle spec of each tenant in `cluster`, in three queries whatever their number."""
+    """The bundle spec of each tenant in `cluster`, in four queries whatever their number."""
     tenants = list(tenants)
     ids = [tenant.pk for tenant in tenants]
     known = known_gpu_resources()
     holdings: dict[int, list[tuple[dict[str, Any], int]]] = defaultdict(list)
     approved: dict[int, list[int]] = defaultdict(list)
+    # Quota goes only where the offering runs: to clusters with a pool of its model and
+    # backend. A cluster without pool records hosts every offering (pools not described).
+    pools = set(GpuPool.objects.filter(cluster=cluster.name).values_list("gpu_model", "backend"))
     held = GpuRequest.objects.filter(tenant_id__in=ids, state__in=HOLDING_STATES).values_list(
-        "pk", "tenant_id", "state", "count", "offering__resources"
-    )
-    for pk, tenant_id, state, count, resources in held.order_by("pk"):
+        "pk", "tenant_id", "state", "count", "offering__resources", "offering__gpu_model",
+        "offering__backend",
+    )  # fmt: skip
+    for pk, tenant_id, state, count, resources, model, backend in held.order_by("pk"):
+        if pools and (model, backend) not in pools:
+            continue
         holdings[tenant_id].append((resources, count))
         if state == RequestState.APPROVED:
             approved[tenant_id].append(pk)

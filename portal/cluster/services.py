@@ -16,7 +16,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from portal.accounts.models import User
@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 RUN_LEASE = timedelta(minutes=15)
 # Transient failures re-queue a run this many times before it is left failed.
 MAX_RUN_ATTEMPTS = 4
+NAMESPACE_MAX_LENGTH = 63
 
 CLUSTER_FIELDS = (
     "mode",
@@ -120,6 +121,12 @@ def cluster_update(*, actor: User, cluster: Cluster, **fields: Any) -> Cluster:
             fields={name: ["Cannot be changed."] for name in unknown},
         )
     cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
+    if "namespace_prefix" in fields and fields["namespace_prefix"] != cluster.namespace_prefix:
+        # The namespaces already made would be left behind, quotas and bindings intact.
+        message = "Cannot change once namespaces exist; register a new cluster instead."
+        raise ValidationFailed(
+            f"namespace_prefix: {message}", fields={"namespace_prefix": [message]}
+        )
     before = snapshot(cluster, fields)
     for name, value in fields.items():
         setattr(cluster, name, value)
@@ -151,10 +158,10 @@ def _queue(
     gpu_request: GpuRequest | None = None,
 ) -> ProvisioningRun:
     # A queued run renders the portal's state when it starts, so it covers later changes too.
+    # The row lock makes a worker's claim wait until this change commits, so it sees it.
     run = (
-        ProvisioningRun.objects.filter(
-            cluster=cluster, tenant=tenant, kind=kind, state=RunState.QUEUED, attempts=0
-        )
+        ProvisioningRun.objects.select_for_update()
+        .filter(cluster=cluster, tenant=tenant, kind=kind, state=RunState.QUEUED, attempts=0)
         .order_by("pk")
         .first()
     )
@@ -199,7 +206,8 @@ def provisioning_run_retry(*, actor: User, run: ProvisioningRun) -> Provisioning
     if locked.state != RunState.FAILED:
         raise InvalidTransition(f"Run {locked.pk} is {locked.state}; only failed runs are retried.")
     locked.state = RunState.QUEUED
-    locked.save(update_fields=["state"])
+    locked.attempts = 0  # a fresh set of attempts for transient failures
+    locked.save(update_fields=["state", "attempts"])
     audit_record(
         actor=actor,
         action="provisioning_run.retry",
@@ -377,6 +385,8 @@ def namespace_delete(gateway: KubernetesGateway, *, namespace: str, tenant_slug:
             outcome, message = Outcome.UNCHANGED, "already absent"
         elif not _managed_by_portal(live, tenant_slug):
             raise ClusterError(f"Namespace {namespace} is not managed by the portal; kept.")
+        elif live.get("metadata", {}).get("deletionTimestamp"):
+            outcome, message = Outcome.DELETED, "already being deleted"
         else:
             gateway.delete("v1", "Namespace", namespace)
             outcome, message = Outcome.DELETED, "with everything in it"
@@ -390,9 +400,16 @@ def namespace_delete(gateway: KubernetesGateway, *, namespace: str, tenant_slug:
 
 
 def _claim(run_id: int, worker: str) -> bool:
+    """Take a queued run, unless another run of the same tenant and cluster is running (the
+    run stays queued; the resume task offers it again)."""
     now = timezone.now()
+    running = ProvisioningRun.objects.filter(
+        tenant=OuterRef("tenant"), cluster=OuterRef("cluster"), state=RunState.RUNNING
+    )
     return bool(
-        ProvisioningRun.objects.filter(pk=run_id, state=RunState.QUEUED).update(
+        ProvisioningRun.objects.filter(pk=run_id, state=RunState.QUEUED)
+        .exclude(Exists(running))
+        .update(
             state=RunState.RUNNING,
             attempts=F("attempts") + 1,
             started_at=now,
@@ -412,8 +429,15 @@ def provisioning_run_execute(*, run_id: int, worker: str = "") -> ProvisioningRu
         return None
     run = ProvisioningRun.objects.select_related("cluster", "tenant").get(pk=run_id)
     cluster, tenant = run.cluster, run.tenant
+    if tenant.state == TenantState.ARCHIVED:
+        run.kind = RunKind.DELETE  # an old bundle run must not bring the namespace back
     source = bundle_input(cluster=cluster, tenant=tenant)
     try:
+        if len(source.spec.namespace) > NAMESPACE_MAX_LENGTH:
+            raise ClusterError(
+                f"Namespace {source.spec.namespace} is longer than {NAMESPACE_MAX_LENGTH} "
+                "characters; use a shorter namespace prefix or tenant slug."
+            )
         desired = tenant_bundle_manifests(source.spec) if run.kind != RunKind.DELETE else []
         run.manifests = manifests_yaml(desired)
         if not cluster.applies:
@@ -455,6 +479,16 @@ def _finish(
     run: ProvisioningRun, *, report: SyncReport, source: BundleInput, requests: int
 ) -> ProvisioningRun:
     locked = ProvisioningRun.objects.select_for_update().get(pk=run.pk)
+    if (locked.state, locked.attempts, locked.claimed_by) != (
+        RunState.RUNNING,
+        run.attempts,
+        run.claimed_by,
+    ):
+        # The lease ran out and someone else took the run: their outcome counts, not ours.
+        logger.warning("run %s: outcome of an expired claim discarded", run.pk)
+        return locked
+    locked.kind = run.kind
+    locked.dry_run = not run.cluster.applies
     locked.manifests = run.manifests
     locked.api_requests += requests
     locked.results.all().delete()
@@ -490,7 +524,7 @@ def _finish(
         changes={"state": [RunState.RUNNING, locked.state]},
         comment=locked.error,
     )
-    if locked.state == RunState.SUCCEEDED and locked.kind != RunKind.DELETE:
+    if locked.state == RunState.SUCCEEDED and not source.spec.suspended:
         _start_allocations(locked, source.approved_request_ids)
     return locked
 
@@ -515,20 +549,28 @@ def provisioning_runs_resume(*, now: datetime | None = None) -> list[int]:
             state=RunState.RUNNING, started_at__lt=moment - RUN_LEASE
         )
         for run in abandoned.select_related("tenant"):
-            run.state = RunState.QUEUED
-            run.error = f"Worker {run.claimed_by or '?'} stopped answering; queued again."
-            run.save(update_fields=["state", "error"])
+            worker = run.claimed_by or "?"
+            if run.attempts >= MAX_RUN_ATTEMPTS:
+                run.state, run.finished_at = RunState.FAILED, moment
+                run.error = f"Worker {worker} stopped answering, {run.attempts} attempts: gave up."
+            else:
+                run.state = RunState.QUEUED
+                run.error = f"Worker {worker} stopped answering; queued again."
+            run.save(update_fields=["state", "error", "finished_at"])
             audit_record(
                 actor=None,
-                action="provisioning_run.requeue",
+                action="provisioning_run."
+                + ("requeue" if run.state == RunState.QUEUED else "failed"),
                 target=run,
                 tenant=run.tenant,
-                changes={"state": [RunState.RUNNING, RunState.QUEUED]},
+                changes={"state": [RunState.RUNNING, run.state]},
                 comment=run.error,
             )
-    stale = moment - timedelta(minutes=2)
+    # Never started: its task was lost. Started before: its retry is overdue (the longest
+    # countdown is a few minutes), or it waited behind another run of the same tenant.
     waiting = ProvisioningRun.objects.filter(state=RunState.QUEUED).filter(
-        Q(started_at__isnull=True, created_at__lt=stale) | Q(started_at__lt=stale)
+        Q(started_at__isnull=True, created_at__lt=moment - timedelta(minutes=2))
+        | Q(started_at__lt=moment - timedelta(minutes=10))
     )
     return list(waiting.values_list("pk", flat=True))
 
@@ -565,20 +607,28 @@ def _reconcile(cluster: Cluster, gateway: KubernetesGateway) -> ReconcileReport:
             objects.setdefault(metadata["namespace"], {})[
                 kind, metadata["namespace"], metadata["name"]
             ] = (api_version, item)
-    tenants = list(Tenant.objects.all())
+    last_run = ProvisioningRun.objects.filter(tenant=OuterRef("pk"), cluster=cluster).order_by(
+        "-created_at", "-id"
+    )
+    tenants = list(Tenant.objects.annotate(last_run_state=Subquery(last_run.values("state")[:1])))
     inputs = bundle_inputs(
         cluster=cluster, tenants=[t for t in tenants if t.state != TenantState.ARCHIVED]
     )
-    busy = set(
-        ProvisioningRun.objects.filter(
-            cluster=cluster, state__in=UNFINISHED_RUN_STATES
-        ).values_list("tenant_id", flat=True)
-    )
+    # A run in progress will fix what it finds; a failed one waits for an admin's retry
+    # rather than a doomed repair run (and its audit event) every period.
+    busy = {
+        tenant.pk
+        for tenant in tenants
+        if tenant.last_run_state in (*UNFINISHED_RUN_STATES, RunState.FAILED)
+    }
     drifted = []
     for tenant in tenants:
         namespace = cluster.namespace_for(tenant.slug)
         if tenant.state == TenantState.ARCHIVED:
-            if namespace in namespaces and tenant.pk not in busy:
+            terminating = (
+                (namespaces.get(namespace) or {}).get("metadata", {}).get("deletionTimestamp")
+            )
+            if namespace in namespaces and not terminating and tenant.pk not in busy:
                 drifted.append(tenant.slug)
                 with transaction.atomic():
                     _record_drift(tenant, cluster, {f"Namespace/{namespace}": ["(archived)"]})

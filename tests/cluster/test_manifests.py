@@ -112,11 +112,11 @@ def test_every_object_carries_the_bundle_labels_in_the_tenant_namespace():
         assert manifest["metadata"]["labels"]["gpu-portal.io/component"] == "tenant-bundle"
 
 
-def test_role_bindings_give_leads_edit_and_developers_view():
+def test_role_bindings_give_leads_edit_without_network_policies_and_developers_view():
     manifests = tenant_bundle_manifests(spec())
     leads = by_kind(manifests, "RoleBinding", "gpu-portal-leads")
     developers = by_kind(manifests, "RoleBinding", "gpu-portal-developers")
-    assert leads["roleRef"]["name"] == "edit"
+    assert leads["roleRef"]["name"] == "gpu-portal-tenant-lead"
     assert developers["roleRef"]["name"] == "view"
     assert [s["name"] for s in leads["subjects"]] == ["oidc:gpu-portal:vision:leads", "oidc:lee"]
     assert [s["name"] for s in developers["subjects"]] == [
@@ -201,3 +201,14 @@ def test_list_items_are_compared_in_order_and_by_length():
     assert manifest_differences(desired, {"subjects": [{"name": "a"}, {"name": "c"}]}) == [
         "subjects[1].name"
     ]
+
+
+def test_container_defaults_never_exceed_the_tenant_quota():
+    default = by_kind(tenant_bundle_manifests(spec()), "LimitRange")["spec"]["limits"][0]
+    assert default["default"] == {"cpu": "2", "memory": "8Gi"}
+    assert default["defaultRequest"] == {"cpu": "500m", "memory": "1Gi"}
+    small = by_kind(tenant_bundle_manifests(spec(cpu_cores=1, memory_gib=4)), "LimitRange")
+    assert small["spec"]["limits"][0]["default"] == {"cpu": "1", "memory": "4Gi"}
+    none = by_kind(tenant_bundle_manifests(spec(cpu_cores=0, memory_gib=0)), "LimitRange")
+    assert none["spec"]["limits"][0] == {"type": "Container", "default": {}, "defaultRequest": {}}
+    kubernetes_validate.validate(none, KUBERNETES_VERSION, strict=True)

@@ -142,3 +142,70 @@ def test_cluster_labels_must_be_valid_kubernetes_labels(db):
     with pytest.raises(ValidationFailed) as refused:
         cluster_create(actor=None, name="prod", ingress_namespace_labels={"bad key!": "x"})
     assert "ingress_namespace_labels" in refused.value.fields
+
+
+def test_an_old_bundle_run_of_an_archived_tenant_only_deletes(dry_cluster, tenant_a, admin_user):
+    bundle = ProvisioningRun.objects.get(tenant=tenant_a)
+    tenant_change_state(actor=admin_user, tenant=tenant_a, action="archive")
+    done = provisioning_run_execute(run_id=bundle.pk)
+    assert done is not None
+    assert done.kind == RunKind.DELETE
+    assert done.manifests.strip() in ("", "[]")
+
+
+def test_allocations_count_only_in_clusters_with_a_pool_for_them(
+    dry_cluster, a100_tenant, developer, catalog
+):
+    from portal.catalog.services import gpu_pool_create  # noqa: PLC0415
+
+    t4 = catalog["t4-whole"]
+    gpu_pool_create(
+        actor=None, cluster="lab", name="t4", gpu_model=t4.gpu_model, backend=t4.backend
+    )
+    for run in ProvisioningRun.objects.filter(tenant=a100_tenant):
+        provisioning_run_execute(run_id=run.pk)
+    allocation = gpu_request_submit(
+        actor=developer, tenant=a100_tenant, offering=catalog["a100-80gb-whole"], count=1
+    )
+    run = ProvisioningRun.objects.get(tenant=a100_tenant, state=RunState.QUEUED)
+    finished = provisioning_run_execute(run_id=run.pk)
+    assert finished is not None
+    hard = next(d for d in yaml.safe_load_all(finished.manifests) if d["kind"] == "ResourceQuota")
+    assert hard["spec"]["hard"]["requests.nvidia.com/gpu"] == "0"
+    allocation.refresh_from_db()
+    assert allocation.state == RequestState.APPROVED  # no cluster here runs it
+
+
+def test_a_suspended_tenants_allocations_do_not_start(
+    dry_cluster, a100_tenant, developer, admin_user, catalog
+):
+    allocation = gpu_request_submit(
+        actor=developer, tenant=a100_tenant, offering=catalog["a100-80gb-whole"], count=1
+    )
+    tenant_change_state(actor=admin_user, tenant=a100_tenant, action="suspend")
+    for run in ProvisioningRun.objects.filter(tenant=a100_tenant, state=RunState.QUEUED):
+        provisioning_run_execute(run_id=run.pk)
+    allocation.refresh_from_db()
+    assert allocation.state == RequestState.APPROVED
+
+
+def test_a_run_abandoned_too_often_fails_instead_of_looping(dry_cluster, tenant_a):
+    run = ProvisioningRun.objects.get(tenant=tenant_a)
+    ProvisioningRun.objects.filter(pk=run.pk).update(
+        state=RunState.RUNNING, started_at=timezone.now() - timedelta(hours=1), attempts=4
+    )
+    assert provisioning_runs_resume() == []
+    run.refresh_from_db()
+    assert run.state == RunState.FAILED
+    assert "gave up" in run.error
+
+
+def test_a_clusters_namespace_prefix_cannot_change(dry_cluster, admin_user):
+    from portal.cluster.services import cluster_update  # noqa: PLC0415
+
+    with pytest.raises(ValidationFailed) as refused:
+        cluster_update(actor=admin_user, cluster=dry_cluster, namespace_prefix="gpu-")
+    assert "namespace_prefix" in refused.value.fields
+    cluster_update(actor=admin_user, cluster=dry_cluster, pods_per_namespace=80)
+    dry_cluster.refresh_from_db()
+    assert dry_cluster.pods_per_namespace == 80
