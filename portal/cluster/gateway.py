@@ -241,12 +241,36 @@ class KubernetesGateway:
         )
         return dict(json.loads(response.data))
 
-    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
-        """Delete one object; False when it was already gone."""
+    def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        seen: dict[str, Any] | None = None,
+    ) -> bool:
+        """Delete one object; False when it was already gone.
+
+        With `seen` (the object as read), only that very object is deleted: the API server
+        refuses (409) if it was replaced or changed since, so a check made on it still holds.
+        """
         resource = self._resource(api_version, kind)
+        body = None
+        if seen is not None:
+            metadata = seen.get("metadata") or {}
+            preconditions = {
+                key: metadata[key] for key in ("uid", "resourceVersion") if metadata.get(key)
+            }
+            body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": preconditions}
         try:
             self._request(
-                f"delete {kind} {name}", "delete", resource, name=name, namespace=namespace
+                f"delete {kind} {name}",
+                "delete",
+                resource,
+                name=name,
+                namespace=namespace,
+                body=body,
             )
         except ClusterRefused as error:
             if error.status == 404:

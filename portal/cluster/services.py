@@ -355,7 +355,7 @@ def bundle_sync(
             pending.remove(manifest)
         for api_version, kind, obj in _unwanted(desired, live):
             name = obj["metadata"]["name"]
-            gateway.delete(api_version, kind, name, namespace)
+            gateway.delete(api_version, kind, name, namespace, seen=obj)
             report.results.append(
                 ObjectResult(
                     api_version,
@@ -388,7 +388,7 @@ def namespace_delete(gateway: KubernetesGateway, *, namespace: str, tenant_slug:
         elif live.get("metadata", {}).get("deletionTimestamp"):
             outcome, message = Outcome.DELETED, "already being deleted"
         else:
-            gateway.delete("v1", "Namespace", namespace)
+            gateway.delete("v1", "Namespace", namespace, seen=live)
             outcome, message = Outcome.DELETED, "with everything in it"
         report.results.append(ObjectResult("v1", "Namespace", "", namespace, outcome, message))
     except ClusterError as error:

@@ -466,3 +466,23 @@ def test_the_cluster_role_grants_every_request_the_portal_makes(
     used |= {(group, resource, "create") for group, resource in applied - SCALED}
     assert used - granted == set()
     assert not any("*" in grant for grant in granted)
+
+
+def test_a_delete_only_removes_the_object_as_it_was_checked(live_cluster, kube_api):
+    from portal.cluster.gateway import ClusterRefused, KubernetesGateway  # noqa: PLC0415
+
+    kube_api.put_object(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t-x", "labels": {"a": "1"}}}
+    )
+    gateway = KubernetesGateway(live_cluster)
+    seen = gateway.get("v1", "Namespace", "t-x")
+    assert seen is not None
+    changed = kube_api.get_object("v1", "Namespace", "t-x")
+    changed["metadata"]["labels"] = {"a": "2"}
+    kube_api.put_object(changed)
+    with pytest.raises(ClusterRefused) as refused:
+        gateway.delete("v1", "Namespace", "t-x", seen=seen)
+    assert refused.value.status == 409
+    assert kube_api.get_object("v1", "Namespace", "t-x") is not None
+    assert gateway.delete("v1", "Namespace", "t-x", seen=gateway.get("v1", "Namespace", "t-x"))
+    gateway.close()
