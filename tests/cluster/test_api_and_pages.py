@@ -243,3 +243,18 @@ def test_archiving_from_the_page_asks_for_the_slug_first(db, tenant_a, client_fo
     tenant_a.refresh_from_db()
     assert tenant_a.state == "archived"
     assert AuditEvent.objects.get(action="tenant.archive").comment == "team closed"
+
+
+def test_the_runs_list_queries_stay_bounded(
+    db, client_for, admin_user, django_assert_max_num_queries
+):
+    from tenants.services import tenant_create  # noqa: PLC0415
+
+    cluster_create(actor=None, name="lab")
+    for index in range(30):
+        tenant_create(actor=admin_user, slug=f"team-{index}", name=f"Team {index}")
+    client = client_for(admin_user)
+    with django_assert_max_num_queries(6):
+        body = client.get(reverse("api:provisioning-runs"), {"page_size": 100}).json()
+    assert body["count"] == 30
+    assert {run["requested_by"] for run in body["results"]} == {admin_user.username}
