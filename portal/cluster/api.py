@@ -27,7 +27,7 @@ from portal.cluster.serializers import (
     ProvisioningRunDetailSerializer,
     ProvisioningRunSerializer,
 )
-from portal.core.errors import PermissionDenied, ValidationFailed
+from portal.core.errors import ValidationFailed
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
 
@@ -86,8 +86,6 @@ class ProvisioningRunRetry(GenericAPIView[ProvisioningRun]):
     def post(self, request: Request, pk: int) -> Response:
         user = api_user(request)
         run = provisioning_run_for(user, pk)
-        if not user.is_portal_admin:
-            raise PermissionDenied("Only admins retry provisioning runs.")
         retried = services.provisioning_run_retry(actor=user, run=run)
         return Response(self.get_serializer(retried).data, status=status.HTTP_202_ACCEPTED)
 

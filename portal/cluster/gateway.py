@@ -11,7 +11,6 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import urllib3
@@ -57,12 +56,6 @@ class ClusterUnavailable(ClusterError):
 
 class ClusterRefused(ClusterError):
     """The API server refused the request (4xx): retrying the same thing will not help."""
-
-
-@dataclass(frozen=True)
-class Applied:
-    created: bool
-    live: dict[str, Any]
 
 
 def _status_message(error: ApiException) -> str:
@@ -167,27 +160,32 @@ class KubernetesGateway:
             counted=False,
         )
 
-    def _request(self, what: str, method: str, resource: Any, **kwargs: Any) -> Any:
+    def _request(
+        self, what: str, method: str, resource: Any, *, missing_ok: bool = False, **kwargs: Any
+    ) -> Any:
+        """The raw response; None for a 404 when `missing_ok`."""
         operation = getattr(self._client(), method)
-        return self._call(
-            what,
-            lambda: operation(resource, serialize=False, _request_timeout=self._timeout, **kwargs),
-        )
+        try:
+            return self._call(
+                what,
+                lambda: operation(
+                    resource, serialize=False, _request_timeout=self._timeout, **kwargs
+                ),
+            )
+        except ClusterRefused as error:
+            if missing_ok and error.status == 404:
+                return None
+            raise
 
     def get(
         self, api_version: str, kind: str, name: str, namespace: str | None = None
     ) -> dict[str, Any] | None:
         """The live object, or None when it does not exist."""
         resource = self._resource(api_version, kind)
-        try:
-            response = self._request(
-                f"get {kind} {name}", "get", resource, name=name, namespace=namespace
-            )
-        except ClusterRefused as error:
-            if error.status == 404:
-                return None
-            raise
-        return dict(json.loads(response.data))
+        response = self._request(
+            f"get {kind} {name}", "get", resource, missing_ok=True, name=name, namespace=namespace
+        )
+        return None if response is None else dict(json.loads(response.data))
 
     def list(
         self,
@@ -210,8 +208,9 @@ class KubernetesGateway:
         )
         return list(json.loads(response.data).get("items") or [])
 
-    def apply(self, manifest: dict[str, Any]) -> Applied:
-        """Server-side apply under the portal's field manager, taking over conflicting fields."""
+    def apply(self, manifest: dict[str, Any]) -> bool:
+        """Server-side apply under the portal's field manager, taking over conflicting fields.
+        True when the object was created (the API server answers 201)."""
         kind = manifest["kind"]
         metadata = manifest["metadata"]
         resource = self._resource(manifest["apiVersion"], kind)
@@ -224,13 +223,14 @@ class KubernetesGateway:
             field_manager=FIELD_MANAGER,
             force_conflicts=True,
         )
-        return Applied(created=response.status == 201, live=dict(json.loads(response.data)))
+        return bool(response.status == 201)
 
     def merge_patch(
         self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> None:
+        """A JSON merge patch (RFC 7386) of one object, as another writer would make it."""
         resource = self._resource(api_version, kind)
-        response = self._request(
+        self._request(
             f"patch {kind} {name}",
             "patch",
             resource,
@@ -239,7 +239,6 @@ class KubernetesGateway:
             body=patch,
             content_type="application/merge-patch+json",
         )
-        return dict(json.loads(response.data))
 
     def delete(
         self,
@@ -263,17 +262,13 @@ class KubernetesGateway:
                 key: metadata[key] for key in ("uid", "resourceVersion") if metadata.get(key)
             }
             body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": preconditions}
-        try:
-            self._request(
-                f"delete {kind} {name}",
-                "delete",
-                resource,
-                name=name,
-                namespace=namespace,
-                body=body,
-            )
-        except ClusterRefused as error:
-            if error.status == 404:
-                return False
-            raise
-        return True
+        response = self._request(
+            f"delete {kind} {name}",
+            "delete",
+            resource,
+            missing_ok=True,
+            name=name,
+            namespace=namespace,
+            body=body,
+        )
+        return response is not None

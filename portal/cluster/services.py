@@ -46,7 +46,7 @@ from portal.cluster.models import (
 )
 from portal.cluster.selectors import BundleInput, bundle_input, bundle_inputs
 from portal.core.audit import audit_record, changes_between, snapshot
-from portal.core.errors import Conflict, InvalidTransition, ValidationFailed
+from portal.core.errors import Conflict, InvalidTransition, PermissionDenied, ValidationFailed
 from tenants.models import Tenant, TenantState
 
 logger = logging.getLogger(__name__)
@@ -201,7 +201,10 @@ def provisioning_request(
 
 @transaction.atomic
 def provisioning_run_retry(*, actor: User, run: ProvisioningRun) -> ProvisioningRun:
-    """Queue a failed run again (admins, from its page). Raises InvalidTransition otherwise."""
+    """Queue a failed run again. Admins only (PermissionDenied otherwise); InvalidTransition
+    when the run has not failed."""
+    if not actor.is_portal_admin:
+        raise PermissionDenied("Only admins retry provisioning runs.")
     locked = ProvisioningRun.objects.select_for_update().get(pk=run.pk)
     if locked.state != RunState.FAILED:
         raise InvalidTransition(f"Run {locked.pk} is {locked.state}; only failed runs are retried.")
@@ -345,9 +348,9 @@ def bundle_sync(
         for manifest, planned, drift in bundle_compare(desired, live):
             outcome = planned
             if planned != Outcome.UNCHANGED:
-                applied = gateway.apply(manifest)
+                created = gateway.apply(manifest)
                 # Missing from the labelled listing but there: someone removed our labels.
-                if planned == Outcome.CREATED and not applied.created:
+                if planned == Outcome.CREATED and not created:
                     outcome = Outcome.CONFIGURED
             report.results.append(
                 _result(manifest, outcome, drift=drift if outcome == Outcome.CONFIGURED else [])

@@ -23,7 +23,7 @@ from portal.cluster.selectors import (
     provisioning_run_for,
     tenant_provisioning_for,
 )
-from portal.core.errors import PermissionDenied, ValidationFailed
+from portal.core.errors import ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import POLL_DONE, form_page
 
@@ -60,8 +60,6 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def run_retry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run = provisioning_run_for(request.user, pk)
-    if not request.user.is_portal_admin:
-        raise PermissionDenied("Only admins retry provisioning runs.")
     services.provisioning_run_retry(actor=request.user, run=run)
     messages.success(request, f"Run {run.pk} is queued again.")
     return redirect("cluster:run", pk=run.pk)
