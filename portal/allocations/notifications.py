@@ -12,6 +12,7 @@ import json
 import time
 from typing import Any
 
+import requests
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
@@ -102,3 +103,36 @@ def webhook_request(event_payload: dict[str, Any]) -> tuple[bytes, dict[str, str
         ),
     }
     return body, headers
+
+
+class WebhookFailed(Exception):
+    """The receiver answered with a server error; worth trying again."""
+
+
+def notification_send(*, request_id: int, event: str) -> dict[str, Any] | None:
+    """Email `event` about a request; the webhook payload to deliver when a webhook is set.
+
+    None when the request is gone or no webhook is configured.
+    """
+    gpu_request = (
+        GpuRequest.objects.select_related("tenant", "requester", "offering")
+        .filter(pk=request_id)
+        .first()
+    )
+    if gpu_request is None:
+        return None
+    email_send(gpu_request, event)
+    return payload(gpu_request, event) if settings.PORTAL_WEBHOOK_URL else None
+
+
+def webhook_deliver(event_payload: dict[str, Any]) -> int:
+    """POST one signed event to PORTAL_WEBHOOK_URL and return the receiver's status (0 when the
+    webhook was switched off since). Raises WebhookFailed on 5xx; network errors propagate."""
+    url = settings.PORTAL_WEBHOOK_URL
+    if not url:
+        return 0
+    body, headers = webhook_request(event_payload)
+    response = requests.post(url, data=body, headers=headers, timeout=10)
+    if response.status_code >= 500:
+        raise WebhookFailed(f"webhook answered {response.status_code}")
+    return response.status_code
