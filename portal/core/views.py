@@ -86,8 +86,6 @@ def audit_log(request: AuthenticatedHttpRequest) -> HttpResponse:
     if form.is_valid():
         events = audit_events_filtered(events, **form.cleaned_data)
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    context = {"form": form, "page": page, "query": query.urlencode()}
+    context = {"form": form, "page": page}
     template = "core/audit.html#audit-table" if request.htmx else "core/audit.html"
     return render(request, template, context)
