@@ -9,6 +9,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.accounts.models import User
@@ -115,8 +116,8 @@ def tenant_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     return form_page(
         request,
         form=form,
-        template="tenants/tenant_form.html",
-        context={"creating": True},
+        template="core/form.html",
+        context={"title": "New tenant", "submit_label": "Create tenant"},
         save=lambda data: services.tenant_create(actor=request.user, **data),
         success=created,
     )
@@ -273,8 +274,11 @@ def tenant_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     return form_page(
         request,
         form=form,
-        template="tenants/tenant_form.html",
-        context={"tenant": tenant},
+        template="core/form.html",
+        context={
+            "title": f"Edit {tenant.name}",
+            "cancel_url": reverse("tenants:detail", args=[tenant.slug]),
+        },
         save=lambda data: services.tenant_update(actor=request.user, tenant=tenant, **data),
         success=updated,
     )

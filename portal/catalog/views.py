@@ -12,12 +12,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
 from portal.catalog import services
 from portal.catalog.forms import GpuModelForm, GpuPoolForm, OfferingForm, SharingBackendForm
 from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import form_page
+from portal.core.pages import form_initial, form_page
 
 
 def _require_admin(request: AuthenticatedHttpRequest) -> None:
@@ -69,13 +70,10 @@ def _form_page(
         return redirect("catalog:overview")
 
     return form_page(
-        request, form=form, template="catalog/form.html", context={"title": title},
+        request, form=form, template="core/form.html",
+        context={"title": title, "cancel_url": reverse("catalog:overview")},
         save=save, success=saved,
     )  # fmt: skip
-
-
-def _initial(instance: Any, form_class: type[forms.Form]) -> dict[str, Any]:
-    return {name: getattr(instance, name) for name in form_class.base_fields}
 
 
 @login_required
@@ -95,7 +93,7 @@ def model_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     gpu_model = get_object_or_404(GpuModel, slug=slug)
     return _form_page(
         request,
-        form=GpuModelForm(_posted(request), initial=_initial(gpu_model, GpuModelForm)),
+        form=GpuModelForm(_posted(request), initial=form_initial(gpu_model, GpuModelForm)),
         title=f"Edit {gpu_model.name}",
         save=lambda data: services.gpu_model_update(
             actor=request.user, gpu_model=gpu_model, **data
@@ -129,7 +127,7 @@ def offering_create(request: AuthenticatedHttpRequest) -> HttpResponse:
 def offering_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     _require_admin(request)
     offering = get_object_or_404(Offering, slug=slug)
-    initial = _initial(offering, OfferingForm)
+    initial = form_initial(offering, OfferingForm)
     initial["gpu_eq"] = str(offering.gpu_eq)
     return _form_page(
         request,

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.cluster import services
@@ -25,7 +26,7 @@ from portal.cluster.selectors import (
 )
 from portal.core.errors import ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import POLL_DONE, form_page
+from portal.core.pages import POLL_DONE, form_initial, form_page
 
 
 @login_required
@@ -96,11 +97,7 @@ def cluster_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse
 def _cluster_form_page(
     request: AuthenticatedHttpRequest, *, cluster: Cluster | None
 ) -> HttpResponse:
-    initial = (
-        {name: getattr(cluster, name) for name in ClusterForm.base_fields if hasattr(cluster, name)}
-        if cluster
-        else None
-    )
+    initial = form_initial(cluster, ClusterForm) if cluster else None
     form = ClusterForm(request.POST if request.method == "POST" else None, initial=initial)
     if cluster is not None:
         form.fields["name"].disabled = True
@@ -121,8 +118,15 @@ def _cluster_form_page(
     return form_page(
         request,
         form=form,
-        template="cluster/cluster_form.html",
-        context={"title": title, "cluster": cluster},
+        template="core/form.html",
+        context={
+            "title": title,
+            "intro": "Credentials stay out of the portal's database: use the portal's own "
+            "service account (in-cluster) or a kubeconfig file mounted from a secret.",
+            "cancel_url": reverse("cluster:detail", args=[cluster.name])
+            if cluster
+            else reverse("cluster:clusters"),
+        },
         save=save,
         success=saved,
     )

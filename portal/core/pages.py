@@ -49,6 +49,11 @@ def form_page(
     return render(request, template, {**context, "form": form}, status=status)
 
 
+def form_initial(instance: Any, form_class: type[forms.Form]) -> dict[str, Any]:
+    """A form's initial values from the object it edits, field by field."""
+    return {name: getattr(instance, name) for name in form_class.base_fields}
+
+
 def error_page(request: HttpRequest, *, status: int, title: str, message: str) -> HttpResponse:
     body = loader.get_template("errors/error.html").render(
         {"status": status, "title": title, "message": message}, request
