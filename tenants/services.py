@@ -4,7 +4,6 @@ audit event each."""
 from fractions import Fraction
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -14,6 +13,7 @@ from portal.catalog.models import GpuModel
 from portal.cluster.services import provisioning_request
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
+from portal.core.validators import model_problems
 from tenants.models import (
     MemberRole,
     Membership,
@@ -58,17 +58,12 @@ def _apply(tenant: Tenant, fields: dict[str, Any]) -> None:
 
 
 def _full_clean(instance: Tenant, what: str) -> None:
-    try:
-        instance.full_clean(validate_unique=False, validate_constraints=False)
-    except ValidationError as error:
-        names = ", ".join(sorted(error.message_dict))
-        raise ValidationFailed(
-            f"The {what} is not valid: {names}.", fields=error.message_dict
-        ) from None
+    problems = model_problems(instance, validate_unique=False, validate_constraints=False)
+    if problems:
+        raise ValidationFailed.of(what, problems)
     if instance.default_duration_hours > instance.max_duration_hours:
-        message = "Must not be longer than the maximum duration."
-        raise ValidationFailed(
-            f"default_duration_hours: {message}", fields={"default_duration_hours": [message]}
+        raise ValidationFailed.on(
+            "default_duration_hours", "Must not be longer than the maximum duration."
         )
 
 

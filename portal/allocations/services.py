@@ -53,10 +53,6 @@ class QuotaCheck:
         )
 
 
-def _invalid(field: str, message: str) -> ValidationFailed:
-    return ValidationFailed(f"{field}: {message}", fields={field: [message]})
-
-
 def _quota_check(
     tenant: Tenant, offering: Offering, requested: Fraction, *, lock: bool
 ) -> QuotaCheck | None:
@@ -77,7 +73,7 @@ def _locked_quota_check(tenant: Tenant, offering: Offering, requested: Fraction)
     """The locked check for a decision; a model without quota is bad input naming the offering."""
     check = _quota_check(tenant, offering, requested, lock=True)
     if check is None:
-        raise _invalid(
+        raise ValidationFailed.on(
             "offering", f"Tenant {tenant.slug} has no quota for {offering.gpu_model.name}."
         )
     return check
@@ -94,22 +90,22 @@ def _validate(
     if tenant.state != TenantState.ACTIVE:
         raise InvalidTransition(f"Tenant {tenant.slug} is {tenant.state}; it cannot request GPUs.")
     if not offering.enabled or not offering.gpu_model.enabled:
-        raise _invalid("offering", f"{offering.name} is not offered at the moment.")
+        raise ValidationFailed.on("offering", f"{offering.name} is not offered at the moment.")
     if count < 1:
-        raise _invalid("count", "Ask for at least 1.")
+        raise ValidationFailed.on("count", "Ask for at least 1.")
     if offering.max_units_per_workload and count > offering.max_units_per_workload:
-        raise _invalid(
+        raise ValidationFailed.on(
             "count",
             f"{offering.name} allows at most {offering.max_units_per_workload} per request.",
         )
     if duration_hours < 1:
-        raise _invalid("duration_hours", "Ask for at least 1 hour.")
+        raise ValidationFailed.on("duration_hours", "Ask for at least 1 hour.")
     if duration_hours > tenant.max_duration_hours:
-        raise _invalid(
+        raise ValidationFailed.on(
             "duration_hours", f"At most {tenant.max_duration_hours} hours in {tenant.slug}."
         )
     if purpose not in Purpose.values:
-        raise _invalid("purpose", f"Choose one of {', '.join(Purpose.values)}.")
+        raise ValidationFailed.on("purpose", f"Choose one of {', '.join(Purpose.values)}.")
 
 
 def _start(gpu_request: GpuRequest, *, now: datetime) -> None:
@@ -323,7 +319,7 @@ def gpu_request_revoke(*, actor: User, gpu_request: GpuRequest, comment: str) ->
     if not actor.is_portal_admin:
         raise PermissionDenied("Only admins revoke allocations.")
     if not comment.strip():
-        raise _invalid("comment", "Say why the allocation is revoked.")
+        raise ValidationFailed.on("comment", "Say why the allocation is revoked.")
     locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="revoked")
     locked.ends_at = timezone.now()
     locked.decided_by = actor
@@ -344,12 +340,12 @@ def gpu_request_extend(*, actor: User, gpu_request: GpuRequest, hours: int) -> G
     requester) or an admin asks; otherwise it is refused by policy (422) and a lead extends it.
     """
     if hours < 1:
-        raise _invalid("hours", "Extend by at least 1 hour.")
+        raise ValidationFailed.on("hours", "Extend by at least 1 hour.")
     locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="extended")
     tenant = locked.tenant
     total = locked.duration_hours + hours
     if total > tenant.max_duration_hours:
-        raise _invalid(
+        raise ValidationFailed.on(
             "hours", f"That makes {total} hours; {tenant.slug} allows {tenant.max_duration_hours}."
         )
     is_lead = role_in(actor, tenant) == MemberRole.LEAD and locked.requester_id != actor.pk
@@ -455,4 +451,4 @@ def gpu_request_transition(
         return gpu_request_extend(actor=actor, gpu_request=gpu_request, hours=hours)
     if action == "revoke":
         return gpu_request_revoke(actor=actor, gpu_request=gpu_request, comment=comment)
-    raise _invalid("action", f"Unknown action {action!r}.")
+    raise ValidationFailed.on("action", f"Unknown action {action!r}.")

@@ -7,7 +7,6 @@ one transaction and records an audit event. Errors name the offending fields.
 from fractions import Fraction
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 
 from portal.accounts.models import User
@@ -15,6 +14,7 @@ from portal.catalog.gpu_eq import GpuEqError, gpu_eq_parse
 from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import Conflict, ValidationFailed
+from portal.core.validators import model_problems
 
 
 def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | None, str | None]:
@@ -48,16 +48,10 @@ def _save[M: models.Model](
             problems["gpu_eq"] = [problem]
         if amount is not None:
             instance.gpu_eq = amount
-    try:
-        instance.full_clean(validate_constraints=False)
-    except ValidationError as error:
-        for name, messages in error.message_dict.items():
-            problems.setdefault(name, []).extend(messages)
+    for name, messages in model_problems(instance, validate_constraints=False).items():
+        problems.setdefault(name, []).extend(messages)
     if problems:
-        names = ", ".join(sorted(problems))
-        raise ValidationFailed(
-            f"The {instance._meta.verbose_name} is not valid: {names}.", fields=problems
-        )
+        raise ValidationFailed.of(str(instance._meta.verbose_name), problems)
     try:
         with transaction.atomic():
             instance.save()

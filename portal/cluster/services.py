@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, Subquery
 from django.utils import timezone
@@ -47,6 +46,7 @@ from portal.cluster.models import (
 from portal.cluster.selectors import BundleInput, bundle_input, bundle_inputs
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import Conflict, InvalidTransition, PermissionDenied, ValidationFailed
+from portal.core.validators import model_problems
 from tenants.models import Tenant, TenantState
 
 logger = logging.getLogger(__name__)
@@ -73,16 +73,13 @@ CLUSTER_FIELDS = (
 
 
 def _cluster_clean(cluster: Cluster) -> None:
-    try:
-        cluster.full_clean(exclude=["capacity_collected_at", "reconciled_at"])
-    except ValidationError as error:
-        names = ", ".join(sorted(error.message_dict))
-        raise ValidationFailed(
-            f"The cluster is not valid: {names}.", fields=error.message_dict
-        ) from None
+    problems = model_problems(cluster, exclude=["capacity_collected_at", "reconciled_at"])
+    if problems:
+        raise ValidationFailed.of("cluster", problems)
     if cluster.connection == "kubeconfig" and not cluster.kubeconfig_path:
-        message = "Give the path of the kubeconfig file mounted from a secret."
-        raise ValidationFailed(f"kubeconfig_path: {message}", fields={"kubeconfig_path": [message]})
+        raise ValidationFailed.on(
+            "kubeconfig_path", "Give the path of the kubeconfig file mounted from a secret."
+        )
 
 
 @transaction.atomic
@@ -123,9 +120,9 @@ def cluster_update(*, actor: User, cluster: Cluster, **fields: Any) -> Cluster:
     cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
     if "namespace_prefix" in fields and fields["namespace_prefix"] != cluster.namespace_prefix:
         # The namespaces already made would be left behind, quotas and bindings intact.
-        message = "Cannot change once namespaces exist; register a new cluster instead."
-        raise ValidationFailed(
-            f"namespace_prefix: {message}", fields={"namespace_prefix": [message]}
+        raise ValidationFailed.on(
+            "namespace_prefix",
+            "Cannot change once namespaces exist; register a new cluster instead.",
         )
     before = snapshot(cluster, fields)
     for name, value in fields.items():

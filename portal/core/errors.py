@@ -22,6 +22,16 @@ class ValidationFailed(ApplicationError):
     code = "invalid"
     status = 400
 
+    @classmethod
+    def on(cls, field: str, message: str) -> "ValidationFailed":
+        """One bad field: the message on the field, and prefixed with its name overall."""
+        return cls(f"{field}: {message}", fields={field: [message]})
+
+    @classmethod
+    def of(cls, what: str, problems: dict[str, list[str]]) -> "ValidationFailed":
+        """Several bad fields of one object (`what`, e.g. "tenant"), each with its messages."""
+        return cls(f"The {what} is not valid: {', '.join(sorted(problems))}.", fields=problems)
+
 
 class NotFound(ApplicationError):
     """The object does not exist or the caller may not see it (the two are not told apart)."""
