@@ -1,0 +1,109 @@
+"""Registering and changing clusters, and asking for a reconcile or capacity read now."""
+
+from typing import Any
+
+from django.db import transaction
+
+from portal.accounts.models import User
+from portal.cluster.models import Cluster
+from portal.cluster.services.runs import provisioning_run_queue
+from portal.core.audit import audit_record, changes_between, snapshot
+from portal.core.errors import Conflict, ValidationFailed
+from portal.core.validators import model_problems
+from tenants.models import Tenant, TenantState
+
+CLUSTER_FIELDS = (
+    "mode",
+    "connection",
+    "kubeconfig_path",
+    "kubeconfig_context",
+    "namespace_prefix",
+    "ingress_namespace_labels",
+    "monitoring_namespace_labels",
+    "identity_prefix",
+    "pods_per_namespace",
+    "volumes_per_namespace",
+    "enabled",
+)
+
+
+def _cluster_clean(cluster: Cluster) -> None:
+    problems = model_problems(cluster, exclude=["capacity_collected_at", "reconciled_at"])
+    if problems:
+        raise ValidationFailed.of("cluster", problems)
+    if cluster.connection == "kubeconfig" and not cluster.kubeconfig_path:
+        raise ValidationFailed.on(
+            "kubeconfig_path", "Give the path of the kubeconfig file mounted from a secret."
+        )
+
+
+def _provision_every_tenant(cluster: Cluster, *, reason: str, actor: User | None) -> None:
+    if cluster.enabled:
+        for tenant in Tenant.objects.exclude(state=TenantState.ARCHIVED):
+            provisioning_run_queue(cluster=cluster, tenant=tenant, reason=reason, actor=actor)
+
+
+@transaction.atomic
+def cluster_create(*, actor: User | None, name: str, **fields: Any) -> Cluster:
+    """Register a cluster; every active tenant is then provisioned in it.
+
+    Raises ValidationFailed naming each bad field, Conflict if the name is taken.
+    """
+    unknown = set(fields) - set(CLUSTER_FIELDS)
+    if unknown:
+        raise ValidationFailed(f"Unknown fields: {', '.join(sorted(unknown))}.")
+    cluster = Cluster(name=name, **fields)
+    if Cluster.objects.filter(name=name).exists():
+        raise Conflict(f"A cluster {name!r} exists already.", fields={"name": ["Taken."]})
+    _cluster_clean(cluster)
+    cluster.save()
+    audit_record(
+        actor=actor,
+        action="cluster.create",
+        target=cluster,
+        changes=changes_between({}, snapshot(cluster, ("name", *CLUSTER_FIELDS))),
+    )
+    _provision_every_tenant(cluster, reason="cluster added", actor=actor)
+    return cluster
+
+
+@transaction.atomic
+def cluster_update(*, actor: User, cluster: Cluster, **fields: Any) -> Cluster:
+    """Change how a cluster is reached or what its bundles hold; tenants are re-provisioned."""
+    unknown = set(fields) - set(CLUSTER_FIELDS)
+    if unknown:
+        raise ValidationFailed(
+            f"These fields cannot be changed: {', '.join(sorted(unknown))}.",
+            fields={name: ["Cannot be changed."] for name in unknown},
+        )
+    cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
+    if "namespace_prefix" in fields and fields["namespace_prefix"] != cluster.namespace_prefix:
+        # The namespaces already made would be left behind, quotas and bindings intact.
+        raise ValidationFailed.on(
+            "namespace_prefix",
+            "Cannot change once namespaces exist; register a new cluster instead.",
+        )
+    before = snapshot(cluster, fields)
+    for name, value in fields.items():
+        setattr(cluster, name, value)
+    _cluster_clean(cluster)
+    changes = changes_between(before, snapshot(cluster, fields))
+    if changes:
+        cluster.save()
+        audit_record(actor=actor, action="cluster.update", target=cluster, changes=changes)
+        _provision_every_tenant(cluster, reason="cluster changed", actor=actor)
+    return cluster
+
+
+@transaction.atomic
+def cluster_refresh_request(*, actor: User, cluster: Cluster, what: str) -> None:
+    """Queue a reconcile (`what="reconcile"`) or a capacity read (`"capacity"`) of `cluster`
+    now rather than at the next period."""
+    from portal.cluster.tasks import collect_cluster_capacity, reconcile_cluster  # noqa: PLC0415
+
+    tasks = {"reconcile": reconcile_cluster, "capacity": collect_cluster_capacity}
+    if what not in tasks:
+        raise ValidationFailed.on("action", f"Unknown action {what!r}.")
+    audit_record(actor=actor, action=f"cluster.{what}_requested", target=cluster)
+    cluster_id = cluster.pk
+    transaction.on_commit(lambda: tasks[what].delay(cluster_id))
