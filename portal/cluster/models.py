@@ -214,3 +214,28 @@ class NodeCapacity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster}/{self.name}"
+
+
+class OfferingCapacity(models.Model):
+    """What one offering can still get in one pool: a rollup written at each capacity read, so
+    pages and the request preview never add up nodes themselves."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    pool = models.CharField(max_length=63)
+    gpu_model = models.CharField(max_length=100)
+    offering = models.ForeignKey("catalog.Offering", on_delete=models.CASCADE, related_name="+")
+    nodes = models.PositiveIntegerField()
+    total = models.PositiveIntegerField(help_text="Units of the offering the pool's nodes offer")
+    free = models.PositiveIntegerField(help_text="Units not requested by running pods")
+    collected_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["cluster", "pool", "offering__slug"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "pool", "offering"], name="capacity_unique_per_pool_offering"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.pool} {self.offering}: {self.free}/{self.total}"

@@ -3,7 +3,6 @@
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -12,16 +11,18 @@ from django.db.models import Prefetch, QuerySet
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.catalog.models import GpuPool, Offering
-from portal.catalog.validators import quantity_parse
 from portal.cluster.manifests import BundleSpec, gpu_resource_totals
-from portal.cluster.models import Cluster, NodeCapacity, ProvisioningResult, ProvisioningRun
+from portal.cluster.models import (
+    Cluster,
+    NodeCapacity,
+    OfferingCapacity,
+    ProvisioningResult,
+    ProvisioningRun,
+)
 from portal.core.errors import NotFound
 from tenants.access import Access, tenant_for
 from tenants.models import MemberRole, Membership, Tenant, TenantState
 from tenants.selectors import tenants_visible_to
-
-# A node belongs to the pool this label names; without it, to the pool of its GPU model.
-POOL_LABEL = "gpu-portal.io/pool"
 
 
 @dataclass(frozen=True)
@@ -191,73 +192,32 @@ class CapacityRow:
         return Fraction(self.offering.gpu_eq) * self.free
 
 
-def _amount(quantities: dict[str, Any], name: str) -> Decimal:
-    try:
-        return quantity_parse(str(quantities.get(name, "0")))
-    except ValueError:
-        return Decimal(0)
-
-
-def _pool_nodes(pool: GpuPool, nodes: list[NodeCapacity]) -> list[NodeCapacity]:
-    model = pool.gpu_model
-    return [
-        node
-        for node in nodes
-        if node.schedulable
-        and node.labels.get(model.node_label_key) == model.node_label_value
-        and node.labels.get(POOL_LABEL, pool.name) == pool.name
-    ]
-
-
 def capacity_rows(
     *, cluster: str | None = None, gpu_model: str | None = None, offering: str | None = None
 ) -> list[CapacityRow]:
-    """Total, allocated and free units per cluster, pool and offering, from the last node read.
-
-    An offering asking for several resources (HAMi: a GPU and memory) is limited by the
-    scarcest. Four queries whatever the number of nodes, pools or offerings.
-    """
-    clusters = Cluster.objects.filter(enabled=True, capacity_collected_at__isnull=False)
+    """Total, allocated and free units per cluster, pool and offering, as the last capacity
+    read rolled them up. One query whatever the number of nodes, pools or offerings."""
+    rows = OfferingCapacity.objects.filter(cluster__enabled=True, offering__enabled=True)
     if cluster:
-        clusters = clusters.filter(name=cluster)
-    names = list(clusters.values_list("name", flat=True))
-    nodes_by_cluster: dict[str, list[NodeCapacity]] = defaultdict(list)
-    for node in NodeCapacity.objects.filter(cluster__name__in=names).select_related("cluster"):
-        nodes_by_cluster[node.cluster.name].append(node)
-    pools = GpuPool.objects.filter(cluster__in=names).select_related("gpu_model", "backend")
+        rows = rows.filter(cluster__name=cluster)
     if gpu_model:
-        pools = pools.filter(gpu_model__slug=gpu_model)
-    offerings = Offering.objects.filter(enabled=True).select_related("gpu_model")
+        rows = rows.filter(offering__gpu_model__slug=gpu_model)
     if offering:
-        offerings = offerings.filter(slug=offering)
-    by_pool_kind: dict[tuple[int, int], list[Offering]] = defaultdict(list)
-    for item in offerings:
-        by_pool_kind[item.gpu_model_id, item.backend_id].append(item)
-    rows = []
-    for pool in pools:
-        nodes = _pool_nodes(pool, nodes_by_cluster[pool.cluster])
-        for item in by_pool_kind[pool.gpu_model_id, pool.backend_id]:
-            total = free = None
-            for name, per_unit in item.resources.items():
-                unit = quantity_parse(str(per_unit))
-                allocatable = sum((_amount(node.allocatable, name) for node in nodes), Decimal(0))
-                requested = sum((_amount(node.requested, name) for node in nodes), Decimal(0))
-                units = int(allocatable // unit)
-                spare = int(max(allocatable - requested, Decimal(0)) // unit)
-                total = units if total is None else min(total, units)
-                free = spare if free is None else min(free, spare)
-            rows.append(
-                CapacityRow(
-                    cluster=pool.cluster,
-                    pool=pool.name,
-                    gpu_model=pool.gpu_model.name,
-                    offering=item,
-                    total=total or 0,
-                    free=free or 0,
-                    nodes=len(nodes),
-                )
-            )
-    return rows
+        rows = rows.filter(offering__slug=offering)
+    return [
+        CapacityRow(
+            cluster=row.cluster.name,
+            pool=row.pool,
+            gpu_model=row.gpu_model,
+            offering=row.offering,
+            total=row.total,
+            free=row.free,
+            nodes=row.nodes,
+        )
+        for row in rows.select_related("cluster", "offering").order_by(
+            "cluster__name", "pool", "offering__slug"
+        )
+    ]
 
 
 def capacity_free_units(offering: Offering) -> int | None:

@@ -16,6 +16,7 @@ from portal.catalog.presets import catalog_presets_load
 from portal.catalog.services import gpu_pool_create
 from portal.cluster.models import Cluster, ClusterMode
 from portal.cluster.services import capacity_record, cluster_create
+from portal.cluster.services.capacity import POOL_LABEL
 from tenants.models import MemberRole, Quota, Tenant
 from tenants.services import membership_set, quota_set, tenant_create
 
@@ -135,7 +136,7 @@ class Command(BaseCommand):
             for index in range(count):
                 labels = {
                     models[model].node_label_key: models[model].node_label_value,
-                    "gpu-portal.io/pool": name,
+                    POOL_LABEL: name,
                 }
                 nodes.append(
                     {
