@@ -22,7 +22,7 @@ from portal.allocations.serializers import (
     GpuRequestSerializer,
 )
 from portal.catalog.models import Offering
-from portal.core.api import error_response
+from portal.core.api import choice_param, error_response
 from portal.core.errors import ValidationFailed
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
@@ -44,10 +44,9 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
         user = api_user(self.request)
         requests = gpu_requests_visible_to(user)
         params = self.request.query_params
-        if params.get("state"):
-            if params["state"] not in RequestState.values:
-                raise ValidationFailed("Unknown state.", fields={"state": ["Unknown state."]})
-            requests = requests.filter(state=params["state"])
+        state = choice_param(self.request, "state", RequestState.values)
+        if state:
+            requests = requests.filter(state=state)
         if params.get("tenant"):
             requests = requests.filter(tenant__slug=params["tenant"])
         if params.get("mine") == "true":

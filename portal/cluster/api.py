@@ -27,6 +27,7 @@ from portal.cluster.serializers import (
     ProvisioningRunDetailSerializer,
     ProvisioningRunSerializer,
 )
+from portal.core.api import choice_param
 from portal.core.errors import ValidationFailed
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
@@ -51,10 +52,9 @@ class ProvisioningRunList(ListModelMixin, GenericAPIView[ProvisioningRun]):
     def get_queryset(self) -> QuerySet[ProvisioningRun]:
         runs = provisioning_runs_visible_to(api_user(self.request))
         params = self.request.query_params
-        if params.get("state"):
-            if params["state"] not in RunState.values:
-                raise ValidationFailed("Unknown state.", fields={"state": ["Unknown state."]})
-            runs = runs.filter(state=params["state"])
+        state = choice_param(self.request, "state", RunState.values)
+        if state:
+            runs = runs.filter(state=state)
         if params.get("tenant"):
             runs = runs.filter(tenant__slug=params["tenant"])
         if params.get("cluster"):

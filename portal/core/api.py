@@ -4,15 +4,28 @@ Errors always answer `{"error": {"code", "message", "fields"}}`, whatever raised
 ApplicationError, a serializer's validation, or DRF itself.
 """
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from rest_framework import exceptions, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from portal.core.errors import ApplicationError
+from portal.core.errors import ApplicationError, ValidationFailed
+
+
+def choice_param(request: Request, name: str, choices: Iterable[str]) -> str | None:
+    """A query parameter that must be one of `choices`, or None when absent or empty.
+    Anything else is ValidationFailed naming the parameter."""
+    value = request.query_params.get(name)
+    if not value:
+        return None
+    if value not in set(choices):
+        raise ValidationFailed.on(name, f"Unknown {name}.")
+    return value
 
 
 def error_response(
