@@ -14,7 +14,6 @@ from rest_framework.mixins import ListModelMixin
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.accounts.models import User
 from portal.core.errors import NotFound, PermissionDenied
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
@@ -130,10 +129,7 @@ class MemberDetail(GenericAPIView[Membership]):
     def delete(self, request: Request, slug: str, username: str) -> Response:
         actor = api_user(request)
         tenant = tenant_for(actor, slug, Access.LEAD)
-        user = User.objects.filter(username=username).first()
-        if user is None:
-            raise NotFound(f"{username} is not a member of {slug}.")
-        services.membership_remove(actor=actor, tenant=tenant, user=user)
+        services.membership_remove(actor=actor, tenant=tenant, username=username)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

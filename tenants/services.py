@@ -190,17 +190,21 @@ def membership_set(
 
 
 @transaction.atomic
-def membership_remove(*, actor: User | None, tenant: Tenant, user: User) -> None:
-    """Remove `user` from `tenant`. Raises NotFound if they are not a member."""
-    membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
+def membership_remove(*, actor: User | None, tenant: Tenant, username: str) -> None:
+    """Remove the user named `username` from `tenant`. Raises NotFound if no such member."""
+    membership = (
+        Membership.objects.select_for_update()
+        .filter(tenant=tenant, user__username=username)
+        .first()
+    )
     if membership is None:
-        raise NotFound(f"{user.username} is not a member of {tenant.slug}.")
+        raise NotFound(f"{username} is not a member of {tenant.slug}.")
     audit_record(
         actor=actor,
         action="membership.remove",
         target=membership,
         tenant=tenant,
-        changes={"user": [user.username, None], "role": [membership.role, None]},
+        changes={"user": [username, None], "role": [membership.role, None]},
     )
     membership.delete()
     provisioning_request(tenant=tenant, reason="members changed", actor=actor)

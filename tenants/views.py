@@ -12,9 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from portal.accounts.models import User
 from portal.cluster.selectors import provisioning_overview
-from portal.core.errors import NotFound, ValidationFailed
+from portal.core.errors import ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
 from tenants import services
@@ -206,10 +205,7 @@ def member_add(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def member_remove(request: AuthenticatedHttpRequest, slug: str, username: str) -> HttpResponse:
     tenant = tenant_for(request.user, slug, Access.LEAD)
-    user = User.objects.filter(username=username).first()
-    if user is None:
-        raise NotFound(f"There is no user {username!r}.")
-    services.membership_remove(actor=request.user, tenant=tenant, user=user)
+    services.membership_remove(actor=request.user, tenant=tenant, username=username)
     messages.success(request, f"{username} was removed from {tenant.slug}.")
     return _after_write(request, tenant, "members")
 
