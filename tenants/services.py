@@ -272,6 +272,14 @@ def _decide(
     locked.decided_at = timezone.now()
     locked.decision_comment = comment.strip()
     locked.save(update_fields=["state", "decided_by", "decided_at", "decision_comment"])
+    audit_record(
+        actor=actor,
+        action=f"quota_request.{'approve' if state == QuotaRequestState.APPROVED else 'reject'}",
+        target=locked,
+        tenant=locked.tenant,
+        changes={"state": [QuotaRequestState.PENDING.value, state.value]},
+        comment=locked.decision_comment,
+    )
     return locked
 
 
@@ -287,14 +295,6 @@ def quota_request_approve(
         .first()
     )
     current = quota.gpu_eq if quota else Fraction(0)
-    audit_record(
-        actor=actor,
-        action="quota_request.approve",
-        target=decided,
-        tenant=decided.tenant,
-        changes={"state": ["pending", "approved"]},
-        comment=decided.decision_comment,
-    )
     quota_set(
         actor=actor,
         tenant=decided.tenant,
@@ -309,16 +309,7 @@ def quota_request_reject(
     *, actor: User, quota_request: QuotaRequest, comment: str = ""
 ) -> QuotaRequest:
     """Reject a pending request; the quota stays as it is."""
-    decided = _decide(quota_request, actor=actor, state=QuotaRequestState.REJECTED, comment=comment)
-    audit_record(
-        actor=actor,
-        action="quota_request.reject",
-        target=decided,
-        tenant=decided.tenant,
-        changes={"state": ["pending", "rejected"]},
-        comment=decided.decision_comment,
-    )
-    return decided
+    return _decide(quota_request, actor=actor, state=QuotaRequestState.REJECTED, comment=comment)
 
 
 _STATE_TO_ACTION = {
