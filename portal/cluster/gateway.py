@@ -11,22 +11,20 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import urllib3
 from django.conf import settings
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import (
-    DynamicApiError,
-    ResourceNotFoundError,
-    ResourceNotUniqueError,
-)
 
 from portal.cluster.models import Cluster, Connection
+
+# The kubernetes client is imported where it is first used, not here: it takes a quarter of a
+# second to import, and the web processes (which import this module through the services)
+# never call a cluster; only the workers do.
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic import DynamicClient
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +56,7 @@ class ClusterRefused(ClusterError):
     """The API server refused the request (4xx): retrying the same thing will not help."""
 
 
-def _status_message(error: ApiException) -> str:
+def _status_message(error: "ApiException") -> str:
     """The API server's own explanation, from its Status body when there is one."""
     body: Any = error.body
     if isinstance(body, bytes):
@@ -73,7 +71,7 @@ def _status_message(error: ApiException) -> str:
     return f"{error.status} {error.reason}"
 
 
-def _retry_after(error: ApiException) -> float | None:
+def _retry_after(error: "ApiException") -> float | None:
     headers = error.headers or {}
     value = headers.get("Retry-After") if hasattr(headers, "get") else None
     try:
@@ -82,7 +80,11 @@ def _retry_after(error: ApiException) -> float | None:
         return None
 
 
-def _configuration(cluster: Cluster) -> k8s_client.Configuration:
+def _configuration(cluster: Cluster) -> "Configuration":
+    from kubernetes import client as k8s_client  # noqa: PLC0415  (see the imports)
+    from kubernetes import config as k8s_config  # noqa: PLC0415
+    from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415
+
     configuration = k8s_client.Configuration()
     try:
         if cluster.connection == Connection.KUBECONFIG:
@@ -110,13 +112,21 @@ class KubernetesGateway:
         self._timeout = settings.PORTAL_CLUSTER_TIMEOUT_SECONDS
         self._attempts = settings.PORTAL_CLUSTER_RETRY_ATTEMPTS
         self._backoff = settings.PORTAL_CLUSTER_RETRY_BACKOFF_SECONDS
-        self._api_client = k8s_client.ApiClient(_configuration(cluster))
-        self._dynamic: DynamicClient | None = None
+        from kubernetes.client import ApiClient  # noqa: PLC0415  (see the imports)
+
+        self._api_client = ApiClient(_configuration(cluster))
+        self._dynamic: DynamicClient | None = None  # built on first use
 
     def close(self) -> None:
         self._api_client.close()
 
     def _call(self, what: str, call: Callable[[], T], *, counted: bool = True) -> T:
+        from kubernetes.client.exceptions import ApiException  # noqa: PLC0415  (see the imports)
+        from kubernetes.dynamic.exceptions import (  # noqa: PLC0415
+            ResourceNotFoundError,
+            ResourceNotUniqueError,
+        )
+
         delay = self._backoff
         for attempt in range(1, self._attempts + 1):
             # Discovery is not counted: the client caches it on disk, so it rarely calls.
@@ -125,7 +135,7 @@ class KubernetesGateway:
                 return call()
             except (ResourceNotFoundError, ResourceNotUniqueError) as error:
                 raise ClusterRefused(f"{what}: the cluster does not serve it ({error})") from None
-            except (ApiException, DynamicApiError) as error:
+            except ApiException as error:  # the dynamic client's errors derive from it
                 status = error.status or 0
                 if status not in TRANSIENT_STATUSES:
                     raise ClusterRefused(
@@ -145,7 +155,9 @@ class KubernetesGateway:
             delay = min(delay * 2, 10.0)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _client(self) -> DynamicClient:
+    def _client(self) -> "DynamicClient":
+        from kubernetes.dynamic import DynamicClient  # noqa: PLC0415  (see the imports)
+
         if self._dynamic is None:
             self._dynamic = self._call(
                 "discovery", lambda: DynamicClient(self._api_client), counted=False
