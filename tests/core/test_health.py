@@ -75,7 +75,9 @@ def portal_on(own_postgres: PostgresServer) -> Iterator[str]:
     def serving() -> bool:
         try:
             return requests.get(f"{url}/healthz", timeout=5).status_code == 200
-        except requests.ConnectionError:
+        except requests.RequestException:
+            # Refused before the socket is bound, or held while the worker still imports the
+            # project (gunicorn accepts before its worker is ready): not serving yet.
             return False
 
     try:
