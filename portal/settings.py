@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "portal.allocations",
     "portal.cluster",
     "portal.metering",
+    "portal.workloads",
     "tenants",
 ]
 
@@ -167,6 +168,35 @@ CELERY_BEAT_SCHEDULE |= {
     "resume-provisioning-runs": {
         "task": "portal.cluster.tasks.resume_provisioning_runs",
         "schedule": 60.0,
+    },
+}
+
+# Notebooks: what one may ask for (each also capped by the tenant's quota), how often their
+# pods are read, and when idle ones are stopped (the idle time itself is set per tenant).
+PORTAL_NOTEBOOK_MAX_CPU = env.integer("PORTAL_NOTEBOOK_MAX_CPU", default=16, minimum=1)
+PORTAL_NOTEBOOK_MAX_MEMORY_GIB = env.integer(
+    "PORTAL_NOTEBOOK_MAX_MEMORY_GIB", default=128, minimum=1
+)
+PORTAL_NOTEBOOK_MAX_WORKSPACE_GIB = env.integer(
+    "PORTAL_NOTEBOOK_MAX_WORKSPACE_GIB", default=500, minimum=1
+)
+PORTAL_NOTEBOOK_OBSERVE_SECONDS = env.integer(
+    "PORTAL_NOTEBOOK_OBSERVE_SECONDS", default=30, minimum=5
+)
+PORTAL_CULL_SECONDS = env.integer("PORTAL_CULL_SECONDS", default=300, minimum=30)
+PORTAL_CULL_GPU_UTIL_PERCENT = env.integer(
+    "PORTAL_CULL_GPU_UTIL_PERCENT", default=5, minimum=0, maximum=100
+)
+PORTAL_CULL_NOTICE_MINUTES = env.integer("PORTAL_CULL_NOTICE_MINUTES", default=15, minimum=1)
+PORTAL_CULL_SNOOZE_MINUTES = env.integer("PORTAL_CULL_SNOOZE_MINUTES", default=120, minimum=1)
+CELERY_BEAT_SCHEDULE |= {
+    "observe-notebooks": {
+        "task": "portal.workloads.tasks.observe_notebooks",
+        "schedule": float(PORTAL_NOTEBOOK_OBSERVE_SECONDS),
+    },
+    "cull-idle-notebooks": {
+        "task": "portal.workloads.tasks.cull_idle_notebooks",
+        "schedule": float(PORTAL_CULL_SECONDS),
     },
 }
 

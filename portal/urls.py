@@ -41,6 +41,12 @@ api_v1 = [
     path("gpu-models/<slug:slug>/", catalog_api.GpuModelDetail.as_view(), name="gpu-model"),
     path("offerings/", catalog_api.OfferingList.as_view(), name="offerings"),
     path("offerings/<slug:slug>/", catalog_api.OfferingDetail.as_view(), name="offering"),
+    path("notebook-images/", catalog_api.NotebookImageList.as_view(), name="notebook-images"),
+    path(
+        "notebook-images/<slug:slug>/",
+        catalog_api.NotebookImageDetail.as_view(),
+        name="notebook-image",
+    ),
     path("capacity/", cluster_api.CapacityList.as_view(), name="capacity"),
     path("clusters/", cluster_api.ClusterList.as_view(), name="clusters"),
     path("clusters/<slug:name>/", cluster_api.ClusterDetail.as_view(), name="cluster"),

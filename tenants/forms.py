@@ -27,6 +27,17 @@ class TenantPolicyForm(forms.Form):
     cpu_cores_quota = forms.IntegerField(label="CPU cores quota", min_value=0, initial=64)
     memory_gib_quota = forms.IntegerField(label="Memory quota (GiB)", min_value=0, initial=256)
     storage_gib_quota = forms.IntegerField(label="Storage quota (GiB)", min_value=0, initial=1024)
+    notebook_idle_minutes = forms.IntegerField(
+        label="Stop idle notebooks after (minutes)",
+        min_value=0,
+        initial=60,
+        required=False,
+        help_text="Idle: GPU below the utilisation threshold and no Jupyter activity. 0: never.",
+    )
+
+    def clean_notebook_idle_minutes(self) -> int:
+        value = self.cleaned_data.get("notebook_idle_minutes")
+        return 60 if value is None else int(value)
 
 
 class TenantCreateForm(TenantPolicyForm):

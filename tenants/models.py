@@ -32,6 +32,8 @@ class Tenant(models.Model):
     cpu_cores_quota = models.PositiveIntegerField(default=64)
     memory_gib_quota = models.PositiveIntegerField(default=256)
     storage_gib_quota = models.PositiveIntegerField(default=1024)
+    # Notebooks idle this long are stopped (workspace kept); 0 never stops them.
+    notebook_idle_minutes = models.PositiveIntegerField(default=60)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -11,7 +11,7 @@ from tenants.selectors import QuotaLine
 
 POLICY_FIELDS = (
     "auto_approve_gpu_eq", "auto_approve_hours", "default_duration_hours", "max_duration_hours",
-    "cpu_cores_quota", "memory_gib_quota", "storage_gib_quota",
+    "cpu_cores_quota", "memory_gib_quota", "storage_gib_quota", "notebook_idle_minutes",
 )  # fmt: skip
 
 
@@ -59,6 +59,7 @@ class TenantPolicySerializer(serializers.Serializer[Tenant]):
     cpu_cores_quota = serializers.IntegerField(min_value=0, required=False)
     memory_gib_quota = serializers.IntegerField(min_value=0, required=False)
     storage_gib_quota = serializers.IntegerField(min_value=0, required=False)
+    notebook_idle_minutes = serializers.IntegerField(min_value=0, required=False)
 
 
 class TenantCreateSerializer(TenantPolicySerializer):

@@ -34,6 +34,7 @@ TENANT_FIELDS = (
     "cpu_cores_quota",
     "memory_gib_quota",
     "storage_gib_quota",
+    "notebook_idle_minutes",
 )
 # The fields the namespace's ResourceQuota is rendered from.
 QUOTA_FIELDS = {"cpu_cores_quota", "memory_gib_quota", "storage_gib_quota"}

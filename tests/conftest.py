@@ -26,6 +26,7 @@ from portal.catalog.models import Offering
 from portal.catalog.presets import catalog_presets_load
 from tenants.models import MemberRole, Tenant
 from tenants.services import membership_set, quota_set, tenant_create, tenant_update
+from tests.cluster.fixtures import live_cluster  # noqa: F401  (a cluster on the emulator)
 from tests.kubeapi.fixtures import kube_api  # noqa: F401  (the Kubernetes API emulator fixture)
 
 PASSWORD = "correct-horse-battery-staple"

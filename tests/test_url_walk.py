@@ -13,7 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from portal.accounts.services import user_create
 from portal.allocations.services import gpu_request_submit
-from portal.catalog.services import offering_create
+from portal.catalog.services import notebook_image_create, offering_create
 from portal.cluster.models import ProvisioningRun
 from portal.cluster.services import cluster_create
 from tenants.models import MemberRole
@@ -59,6 +59,8 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "catalog:offering-create": ("get", "", (302, 404, 404, 404, 404, 200)),
     "catalog:offering-edit": ("get", "offering", (302, 404, 404, 404, 404, 200)),
     "catalog:pool-create": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "catalog:image-create": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "catalog:image-edit": ("get", "notebook_image", (302, 404, 404, 404, 404, 200)),
     "api:me": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:audit-events": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:requests": ("get", "", (401, 200, 200, 200, 200, 200)),
@@ -82,6 +84,9 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "api:gpu-model": ("get", "gpu_model", (401, 200, 200, 200, 200, 200)),
     "api:offerings": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:offering": ("get", "offering", (401, 200, 200, 200, 200, 200)),
+    "api:notebook-images": ("get", "", (401, 200, 200, 200, 200, 200)),
+    # An enabled image: everyone signed in reads it (a disabled one is the admins' alone).
+    "api:notebook-image": ("get", "notebook_image", (401, 200, 200, 200, 200, 200)),
     "cluster:capacity": ("get", "", (302, 200, 200, 200, 404, 200)),
     "cluster:tenant-runs": ("get", "tenant", (302, 200, 200, 404, 200, 200)),
     "cluster:run": ("get", "run", (302, 200, 200, 404, 200, 200)),
@@ -136,6 +141,10 @@ def walk_kwargs(
         backend=mig_backend(admin_user), size="1g.10gb",
         resources={"nvidia.com/mig-1g.10gb": "1"}, gpu_eq="1/7",
     )  # fmt: skip
+    notebook_image = notebook_image_create(
+        actor=admin_user, slug="minimal", name="Minimal Python",
+        image="quay.io/jupyter/minimal-notebook:2025-11-17",
+    )  # fmt: skip
     walker = user_create(actor=None, username="walker")
     membership_set(actor=None, tenant=tenant_a, user=walker, role=MemberRole.DEVELOPER)
     api_walker = user_create(actor=None, username="api-walker")
@@ -161,6 +170,7 @@ def walk_kwargs(
         "quota_request": {"slug": tenant_a.slug, "pk": quota_request.pk},
         "gpu_model": {"slug": model.slug},
         "offering": {"slug": offering.slug},
+        "notebook_image": {"slug": notebook_image.slug},
     }
 
 

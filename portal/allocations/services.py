@@ -228,6 +228,10 @@ def _transition(
         changes={"state": [before, to], **(extra or {})},
         comment=comment,
     )
+    # Notebooks follow their allocation: started once approved, stopped before quota goes.
+    from portal.workloads.services import notebooks_follow_allocation  # noqa: PLC0415  (cycle)
+
+    notebooks_follow_allocation(allocation=gpu_request, before=before, actor=actor)
     # The namespace's quota follows the allocations that hold quota.
     if (before in HOLDING_STATES) != (to in HOLDING_STATES):
         _provision(

@@ -1,4 +1,5 @@
-"""`gpu-models/` and `offerings/`: everyone signed in reads the catalog; admins change it."""
+"""`gpu-models/`, `offerings/` and `notebook-images/`: everyone signed in reads the catalog;
+admins change it. Disabled notebook images are for admins' eyes only."""
 
 from collections.abc import Callable
 from typing import Any
@@ -13,9 +14,12 @@ from rest_framework.response import Response
 
 from portal.accounts.models import User
 from portal.catalog import services
-from portal.catalog.models import GpuModel, Offering
+from portal.catalog.models import GpuModel, NotebookImage, Offering
+from portal.catalog.selectors import notebook_images_visible_to
 from portal.catalog.serializers import (
     GpuModelSerializer,
+    NotebookImageFilterSerializer,
+    NotebookImageSerializer,
     OfferingFilterSerializer,
     OfferingSerializer,
 )
@@ -30,7 +34,7 @@ def _admin(request: Request) -> User:
     return user
 
 
-class _CatalogList[M: (GpuModel, Offering)](ListModelMixin, GenericAPIView[M]):
+class _CatalogList[M: (GpuModel, Offering, NotebookImage)](ListModelMixin, GenericAPIView[M]):
     """List (everyone signed in) and create (admins, through `create`, one catalog service)."""
 
     create: Callable[..., M]
@@ -124,3 +128,55 @@ class OfferingDetail(GenericAPIView[Offering]):
         fields: dict[str, Any] = dict(serializer.validated_data)
         offering = services.offering_update(actor=actor, offering=offering, **fields)
         return Response(self.get_serializer(offering).data)
+
+
+class NotebookImageList(_CatalogList[NotebookImage]):
+    """Notebook images: list (admins: all, `?enabled=` filters; others: the enabled ones),
+    create (admins)."""
+
+    serializer_class = NotebookImageSerializer
+    queryset = NotebookImage.objects.all()  # for the schema; get_queryset narrows it
+    create = staticmethod(services.notebook_image_create)
+
+    def get_queryset(self) -> QuerySet[NotebookImage]:
+        # A plain dict: from a QueryDict, DRF reads an absent boolean as an unticked checkbox.
+        filters = NotebookImageFilterSerializer(data=self.request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        user: User = self.request.user  # type: ignore[assignment]
+        images = notebook_images_visible_to(user)
+        if filters.validated_data["enabled"] is not None:
+            images = images.filter(enabled=filters.validated_data["enabled"])
+        return images
+
+    @extend_schema(parameters=[NotebookImageFilterSerializer])
+    def get(self, request: Request) -> Response:
+        return super().get(request)
+
+
+class NotebookImageDetail(GenericAPIView[NotebookImage]):
+    """One notebook image: read (admins; others an enabled one), change (admins)."""
+
+    serializer_class = NotebookImageSerializer
+    queryset = NotebookImage.objects.all()  # for the schema; get_object narrows it
+    lookup_field = "slug"
+
+    def get_object(self) -> NotebookImage:
+        user: User = self.request.user  # type: ignore[assignment]
+        image = notebook_images_visible_to(user).filter(slug=self.kwargs["slug"]).first()
+        if image is None:
+            raise NotFound(f"There is no notebook image {self.kwargs['slug']!r}.")
+        return image
+
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(self.get_serializer(self.get_object()).data)
+
+    def patch(self, request: Request, slug: str) -> Response:
+        # Looked up first: a disabled image is hidden from non-admins, so it answers 404, not 403.
+        image = self.get_object()
+        actor = _admin(request)
+        serializer = self.get_serializer(image, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        image = services.notebook_image_update(
+            actor=actor, notebook_image=image, **serializer.validated_data
+        )
+        return Response(self.get_serializer(image).data)

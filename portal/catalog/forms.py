@@ -33,6 +33,16 @@ class KeyValueLinesField(forms.CharField):
         return value
 
 
+class CommaListField(forms.CharField):
+    """Names separated by commas. Kept as text: the service splits it into a list and drops
+    blanks; a list (an edited object's value) is shown joined."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value)
+        return value
+
+
 class GpuModelForm(forms.Form):
     slug = forms.CharField(max_length=61)
     name = forms.CharField(max_length=100)
@@ -85,3 +95,21 @@ class GpuPoolForm(forms.Form):
     )
     node_count = forms.IntegerField(min_value=0, initial=0)
     gpus_per_node = forms.IntegerField(min_value=1, initial=8)
+
+
+class NotebookImageForm(forms.Form):
+    slug = forms.CharField(max_length=61)
+    name = forms.CharField(max_length=100, help_text="As developers see it: PyTorch (CUDA 12)")
+    image = forms.CharField(
+        max_length=300,
+        help_text="A Jupyter Docker Stacks image or one built on them, with a pinned tag: "
+        "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-17",
+    )
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    vendors = CommaListField(
+        required=False,
+        label="GPU vendors",
+        help_text="Comma-separated, as the GPU models name them: NVIDIA, AMD; empty for every "
+        "vendor",
+    )
+    enabled = forms.BooleanField(required=False, initial=True)

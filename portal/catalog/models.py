@@ -1,6 +1,7 @@
 from fractions import Fraction
 
-from django.core.validators import MinValueValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
@@ -109,3 +110,47 @@ class GpuPool(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster}/{self.name}"
+
+
+def validate_vendors(value: object) -> None:
+    """A list of GPU vendors, e.g. ["nvidia"]; empty means the image suits every vendor."""
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise ValidationError('Write the vendors as a list of names, e.g. ["nvidia", "amd"].')
+
+
+image_reference_validator = RegexValidator(
+    r"^[a-z0-9]+([._/:-][a-z0-9]+)*(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$",
+    "An image reference such as quay.io/jupyter/pytorch-notebook:cuda12-2025-11-17.",
+)
+
+
+class NotebookImage(models.Model):
+    """A Jupyter image admins offer for notebooks, and the GPU vendors it suits.
+
+    Written through the catalog services; everyone but admins sees only the enabled images
+    (`notebook_images_visible_to`). A notebook's container runs `start-notebook.py` with
+    `JUPYTER_TOKEN`, as the Jupyter Docker Stacks images do, so an image must start that way.
+    `vendors` is matched case-insensitively against GpuModel.vendor ("NVIDIA", "AMD"); an
+    empty list suits every vendor.
+    """
+
+    slug = models.CharField(max_length=61, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=100, unique=True)
+    image = models.CharField(max_length=300, validators=[image_reference_validator])
+    description = models.TextField(blank=True)
+    vendors = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_vendors],
+        help_text="GPU vendors the image suits, e.g. nvidia; empty for every vendor",
+    )
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def suits(self, vendor: str) -> bool:
+        return not self.vendors or vendor.lower() in {item.lower() for item in self.vendors}

@@ -1,4 +1,5 @@
-"""Catalog presets: the GPU models, sharing backends and offerings DOMAIN.md describes.
+"""Catalog presets: the GPU models, sharing backends and offerings DOMAIN.md describes, and a
+few notebook images.
 
 Loaded by `manage.py catalog_presets` (and the demo). Each backend's resource names and GPU-eq
 rule come from its documentation:
@@ -12,8 +13,12 @@ rule come from its documentation:
 - TKEStack vCUDA: `tencent.com/vcuda-core` (100 = 1 GPU) + `tencent.com/vcuda-memory`
   (256 MiB units), vcuda-core / 100.
 
-Presets are matched by slug (or, for models and backends, by name, in case an admin changed the
-slug); whatever exists is left as the admin made it.
+Notebook images are Jupyter Docker Stacks images (quay.io/jupyter) with a pinned date tag, which
+start as the notebook manifests expect (`start-notebook.py`). AMD's ROCm PyTorch image has no
+Jupyter server, so it comes disabled, for an admin to replace with a Jupyter build of it.
+
+Presets are matched by slug (or, for models, backends and images, by name, in case an admin
+changed the slug); whatever exists is left as the admin made it.
 """
 
 from dataclasses import dataclass, field
@@ -22,8 +27,13 @@ from fractions import Fraction
 from django.db import transaction
 
 from portal.accounts.models import User
-from portal.catalog.models import GpuModel, Offering, SharingBackend
-from portal.catalog.services import gpu_model_create, offering_create, sharing_backend_create
+from portal.catalog.models import GpuModel, NotebookImage, Offering, SharingBackend
+from portal.catalog.services import (
+    gpu_model_create,
+    notebook_image_create,
+    offering_create,
+    sharing_backend_create,
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,16 @@ class ModelPreset:
     # The NVML device name. HAMi's nvidia.com/use-gputype matches it as a case-insensitive
     # substring, so the full name keeps an "A100" request off the other A100 model's nodes.
     device_name: str = ""
+
+
+@dataclass(frozen=True)
+class ImagePreset:
+    slug: str
+    name: str
+    image: str
+    description: str
+    vendors: tuple[str, ...]
+    enabled: bool = True
 
 
 @dataclass(frozen=True)
@@ -287,6 +307,40 @@ def _offerings() -> list[OfferingPreset]:
 
 OFFERINGS = _offerings()
 
+IMAGES = [
+    ImagePreset(
+        "pytorch-cuda12",
+        "PyTorch (CUDA 12)",
+        "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-17",
+        "JupyterLab with PyTorch built for CUDA 12, on the Jupyter Docker Stacks.",
+        ("NVIDIA",),
+    ),
+    ImagePreset(
+        "tensorflow-cuda",
+        "TensorFlow (CUDA)",
+        "quay.io/jupyter/tensorflow-notebook:cuda-2025-11-17",
+        "JupyterLab with TensorFlow and CUDA, on the Jupyter Docker Stacks.",
+        ("NVIDIA",),
+    ),
+    ImagePreset(
+        "pytorch-rocm",
+        "PyTorch (ROCm)",
+        "rocm/pytorch:rocm6.4_ubuntu24.04_py3.12_pytorch_release_2.6.0",
+        "AMD's PyTorch 2.6 for ROCm 6.4. It has no Jupyter server (no start-notebook.py): "
+        "build a Jupyter layer on it, point this entry at that image and enable it.",
+        ("AMD",),
+        # Disabled until then: a notebook started from it would never become ready.
+        enabled=False,
+    ),
+    ImagePreset(
+        "minimal-python",
+        "Minimal Python",
+        "quay.io/jupyter/minimal-notebook:2025-11-17",
+        "JupyterLab and Python without a GPU framework; install what you need.",
+        (),
+    ),
+]
+
 
 @transaction.atomic
 def catalog_presets_load(*, actor: User | None) -> dict[str, int]:
@@ -294,9 +348,10 @@ def catalog_presets_load(*, actor: User | None) -> dict[str, int]:
 
     Idempotent: what exists is left as it is, so an admin's edits survive a re-run, and a
     second run creates nothing. All or nothing, through the catalog services (so audited).
-    Returns how many of each were created: {"backends": n, "models": n, "offerings": n}.
+    Returns how many of each were created:
+    {"backends": n, "models": n, "offerings": n, "images": n}.
     """
-    created = {"backends": 0, "models": 0, "offerings": 0}
+    created = {"backends": 0, "models": 0, "offerings": 0, "images": 0}
 
     backends_by_slug = {backend.slug: backend for backend in SharingBackend.objects.all()}
     backends_by_name = {backend.name: backend for backend in backends_by_slug.values()}
@@ -352,4 +407,21 @@ def catalog_presets_load(*, actor: User | None) -> dict[str, int]:
             max_units_per_workload=offering.max_units_per_workload,
         )
         created["offerings"] += 1
+
+    images = NotebookImage.objects.values_list("slug", "name")
+    existing_slugs = {slug for slug, _ in images}
+    existing_names = {name for _, name in images}
+    for image in IMAGES:
+        if image.slug in existing_slugs or image.name in existing_names:
+            continue
+        notebook_image_create(
+            actor=actor,
+            slug=image.slug,
+            name=image.name,
+            image=image.image,
+            description=image.description,
+            vendors=list(image.vendors),
+            enabled=image.enabled,
+        )
+        created["images"] += 1
     return created

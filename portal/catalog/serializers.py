@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.catalog.gpu_eq import GpuEqError, gpu_eq_display, gpu_eq_parse
-from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
+from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering, SharingBackend
 
 
 @extend_schema_field(
@@ -86,3 +86,27 @@ class GpuPoolSerializer(serializers.ModelSerializer[GpuPool]):
     class Meta:
         model = GpuPool
         fields = ("cluster", "name", "gpu_model", "backend", "node_count", "gpus_per_node")
+
+
+class NotebookImageSerializer(serializers.ModelSerializer[NotebookImage]):
+    vendors = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text='GPU vendors the image suits, as GPU models name them ("NVIDIA", "AMD"), '
+        "matched case-insensitively; empty for every vendor",
+    )
+
+    class Meta:
+        model = NotebookImage
+        fields = ("slug", "name", "image", "description", "vendors", "enabled")
+
+
+class NotebookImageFilterSerializer(serializers.Serializer[NotebookImage]):
+    """The notebook images list's query parameters."""
+
+    enabled = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="admins: only enabled (true) or disabled (false) images; others see enabled ones",
+    )

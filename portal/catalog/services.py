@@ -1,4 +1,4 @@
-"""Every write to the GPU catalog: models, sharing backends, offerings and pools.
+"""Every write to the GPU catalog: models, sharing backends, offerings, pools and notebook images.
 
 Each validates the whole object (Kubernetes names and quantities, exact GPU-eq), saves it in
 one transaction and records an audit event. Errors name the offending fields.
@@ -11,7 +11,7 @@ from django.db import IntegrityError, models, transaction
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import GpuEqError, gpu_eq_parse
-from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
+from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering, SharingBackend
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import Conflict, ValidationFailed
 from portal.core.validators import model_problems
@@ -103,3 +103,61 @@ def offering_update(*, actor: User | None, offering: Offering, **fields: Any) ->
 @transaction.atomic
 def gpu_pool_create(*, actor: User | None, **fields: Any) -> GpuPool:
     return _save(actor=actor, instance=GpuPool(), fields=fields, action="gpu_pool.create")
+
+
+def _vendor_list(value: Any) -> Any:
+    """Vendors as a list of stripped, non-empty names, from a list or a comma-separated string
+    (as the form sends them); the first spelling of a repeated name is kept. Anything that is
+    neither is passed on unchanged for the model's validator to refuse, naming the field."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list | tuple):
+        return value
+    names: list[Any] = []
+    seen: set[str] = set()
+    for item in value:
+        if not isinstance(item, str):
+            names.append(item)
+            continue
+        name = item.strip()
+        if name and name.lower() not in seen:
+            seen.add(name.lower())
+            names.append(name)
+    return names
+
+
+def _image_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    if "vendors" in fields:
+        return {**fields, "vendors": _vendor_list(fields["vendors"])}
+    return fields
+
+
+@transaction.atomic
+def notebook_image_create(*, actor: User | None, **fields: Any) -> NotebookImage:
+    """Add an image to the list developers pick from when they launch a notebook.
+
+    `vendors` is a list or a comma-separated string of GPU vendors, matched case-insensitively
+    against GpuModel.vendor; empty means every vendor. A taken slug or name is refused naming it.
+    """
+    return _save(
+        actor=actor,
+        instance=NotebookImage(),
+        fields=_image_fields(fields),
+        action="notebook_image.create",
+    )
+
+
+@transaction.atomic
+def notebook_image_update(
+    *, actor: User | None, notebook_image: NotebookImage, **fields: Any
+) -> NotebookImage:
+    """Change an image of the list (fields as for notebook_image_create).
+
+    Notebooks launched already keep the image reference they started with.
+    """
+    return _save(
+        actor=actor,
+        instance=notebook_image,
+        fields=_image_fields(fields),
+        action="notebook_image.update",
+    )

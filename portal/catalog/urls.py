@@ -12,4 +12,6 @@ urlpatterns = [
     path("offerings/new/", views.offering_create, name="offering-create"),
     path("offerings/<slug:slug>/edit/", views.offering_edit, name="offering-edit"),
     path("pools/new/", views.pool_create, name="pool-create"),
+    path("images/new/", views.image_create, name="image-create"),
+    path("images/<slug:slug>/edit/", views.image_edit, name="image-edit"),
 ]

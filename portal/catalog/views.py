@@ -15,8 +15,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from portal.catalog import services
-from portal.catalog.forms import GpuModelForm, GpuPoolForm, OfferingForm, SharingBackendForm
-from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
+from portal.catalog.forms import (
+    GpuModelForm,
+    GpuPoolForm,
+    NotebookImageForm,
+    OfferingForm,
+    SharingBackendForm,
+)
+from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering, SharingBackend
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_initial, form_page
 
@@ -33,7 +39,8 @@ def _posted(request: AuthenticatedHttpRequest) -> QueryDict | None:
 
 @login_required
 def overview(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """GPU models, sharing backends, offerings and pools: four queries, whatever their number."""
+    """GPU models, sharing backends, offerings, pools and notebook images: five queries, whatever
+    their number."""
     _require_admin(request)
     offerings = list(Offering.objects.select_related("gpu_model", "backend"))
     # A pool serves the offerings of its GPU model and sharing backend.
@@ -52,6 +59,7 @@ def overview(request: AuthenticatedHttpRequest) -> HttpResponse:
             "backends": list(SharingBackend.objects.all()),
             "offerings": offerings,
             "pools": pools,
+            "images": list(NotebookImage.objects.all()),
         },
     )
 
@@ -145,4 +153,29 @@ def pool_create(request: AuthenticatedHttpRequest) -> HttpResponse:
         form=GpuPoolForm(_posted(request)),
         title="New GPU pool",
         save=lambda data: services.gpu_pool_create(actor=request.user, **data),
+    )
+
+
+@login_required
+def image_create(request: AuthenticatedHttpRequest) -> HttpResponse:
+    _require_admin(request)
+    return _form_page(
+        request,
+        form=NotebookImageForm(_posted(request)),
+        title="New notebook image",
+        save=lambda data: services.notebook_image_create(actor=request.user, **data),
+    )
+
+
+@login_required
+def image_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    _require_admin(request)
+    image = get_object_or_404(NotebookImage, slug=slug)
+    return _form_page(
+        request,
+        form=NotebookImageForm(_posted(request), initial=form_initial(image, NotebookImageForm)),
+        title=f"Edit {image.name}",
+        save=lambda data: services.notebook_image_update(
+            actor=request.user, notebook_image=image, **data
+        ),
     )

@@ -1,3 +1,5 @@
+import re
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -18,6 +20,20 @@ def validate_labels(value: object) -> None:
         if not isinstance(label, str):
             raise ValidationError(f"The value of {key} must be text.")
         validate_label_value(label)
+
+
+def validate_host_pattern(value: str) -> None:
+    """A DNS name with `{name}` (the notebook's Kubernetes name) and optionally `{tenant}`."""
+    if "{name}" not in value:
+        raise ValidationError("The pattern must contain {name}, e.g. {name}.{tenant}.example.org.")
+    try:
+        host = value.format(name="nb-1", tenant="t")
+    except (KeyError, IndexError, ValueError):
+        raise ValidationError("Only {name} and {tenant} may appear in braces.") from None
+    labels = host.split(".")
+    label = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+    if len(host) > 253 or len(labels) < 2 or not all(label.match(part) for part in labels):
+        raise ValidationError("The pattern must make a lowercase DNS name, e.g. {name}.gpu.org.")
 
 
 def default_ingress_labels() -> dict[str, str]:
@@ -75,6 +91,15 @@ class Cluster(models.Model):
     )
     # How the cluster's OIDC authenticator prefixes usernames and groups (--oidc-*-prefix).
     identity_prefix = models.CharField(max_length=32, default="oidc:", blank=True)
+    # Where notebooks are published: an Ingress per notebook on this host pattern, e.g.
+    # `{name}.{tenant}.notebooks.example.org`; empty publishes none (port-forward to reach them).
+    notebook_host_pattern = models.CharField(
+        max_length=200, blank=True, validators=[validate_host_pattern]
+    )
+    notebook_ingress_class = models.CharField(max_length=63, blank=True)
+    notebook_url_scheme = models.CharField(
+        max_length=5, default="https", choices=[("https", "https"), ("http", "http")]
+    )
     pods_per_namespace = models.PositiveIntegerField(default=50)
     volumes_per_namespace = models.PositiveIntegerField(default=20)
     enabled = models.BooleanField(default=True)
@@ -102,6 +127,7 @@ class RunKind(models.TextChoices):
     BUNDLE = "bundle", "apply the tenant bundle"
     REPAIR = "repair", "repair drift"
     DELETE = "delete", "delete the namespace"
+    NOTEBOOK = "notebook", "apply a notebook's objects"
 
 
 class RunState(models.TextChoices):
@@ -130,6 +156,13 @@ class ProvisioningRun(models.Model):
     dry_run = models.BooleanField(default=False)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    notebook = models.ForeignKey(
+        "workloads.Notebook",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="provisioning_runs",
     )
     gpu_requests = models.ManyToManyField(
         "allocations.GpuRequest", blank=True, related_name="provisioning_runs"

@@ -43,7 +43,9 @@ class Env:
             return False
         raise ImproperlyConfigured(f"{name} must be true or false, not {value!r}")
 
-    def integer(self, name: str, *, default: int, minimum: int = 0) -> int:
+    def integer(
+        self, name: str, *, default: int, minimum: int = 0, maximum: int | None = None
+    ) -> int:
         value = self._raw(name)
         if value in (None, ""):
             return default
@@ -53,6 +55,8 @@ class Env:
             raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}") from None
         if number < minimum:
             raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {number}")
+        if maximum is not None and number > maximum:
+            raise ImproperlyConfigured(f"{name} must be at most {maximum}, not {number}")
         return number
 
     def items(self, name: str, *, default: list[str]) -> list[str]:

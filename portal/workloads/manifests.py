@@ -1,10 +1,10 @@
 """A notebook's Kubernetes objects as pure functions of portal state: no database, no network.
 
-`notebook_manifests(spec)` renders the workspace PersistentVolumeClaim, the StatefulSet (one
-replica while running, none while stopped), the Service and, when the cluster publishes
-notebooks on a host, the Ingress. The GPU part (extended resources, the node selector of the
-GPU model, the tolerations GPU nodes carry, backend annotations such as HAMi's
-`nvidia.com/use-gputype`) comes from the offering.
+`notebook_manifests(spec)` renders the token Secret, the workspace PersistentVolumeClaim,
+the StatefulSet (one replica while running, none while stopped), the Service and, when the
+cluster publishes notebooks on a host, the Ingress. The GPU part (extended resources, the node
+selector of the GPU model, the tolerations GPU nodes carry, backend annotations such as
+HAMi's `nvidia.com/use-gputype`) comes from the offering.
 """
 
 from collections.abc import Mapping
@@ -51,6 +51,7 @@ class NotebookSpec:
     annotations: Mapping[str, str] = field(default_factory=dict)
     node_selector: Mapping[str, str] = field(default_factory=dict)
     running: bool = True
+    token: str = ""  # Jupyter's token, in a Secret the tenant's developers cannot read
     host: str = ""  # empty: no Ingress, reached through the portal's proxy
     ingress_class: str = ""
     base_url: str = "/"
@@ -96,6 +97,28 @@ def _tolerations(spec: NotebookSpec) -> list[dict[str, str]]:
     return [GPU_TOLERATIONS[domain] for domain in domains if domain in GPU_TOLERATIONS]
 
 
+def token_secret_name(spec: NotebookSpec) -> str:
+    return f"{spec.name}-token"
+
+
+def _token_secret(spec: NotebookSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _metadata(spec, token_secret_name(spec)),
+        "type": "Opaque",
+        "stringData": {"token": spec.token},
+    }
+
+
+def redacted(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest as it may be stored and shown: Secret values replaced."""
+    if manifest["kind"] != "Secret":
+        return manifest
+    values = manifest.get("stringData") or {}
+    return manifest | {"stringData": dict.fromkeys(values, "(redacted)")}
+
+
 def _workspace(spec: NotebookSpec) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -118,6 +141,14 @@ def _container(spec: NotebookSpec) -> dict[str, Any]:
             "start-notebook.py",
             f"--ServerApp.base_url={spec.base_url}",
             "--ServerApp.allow_origin=*",
+            # Prometheus reads kernel activity (for culling) from /metrics without a token.
+            "--ServerApp.authenticate_prometheus=False",
+        ],
+        "env": [
+            {
+                "name": "JUPYTER_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": token_secret_name(spec), "key": "token"}},
+            }
         ],
         "ports": [{"name": "http", "containerPort": NOTEBOOK_PORT, "protocol": "TCP"}],
         # Extended resources must have requests equal to limits.
@@ -133,9 +164,15 @@ def _container(spec: NotebookSpec) -> dict[str, Any]:
 
 def _stateful_set(spec: NotebookSpec) -> dict[str, Any]:
     selector = {LABEL_NOTEBOOK: spec.name}
-    pod_metadata: dict[str, Any] = {"labels": notebook_labels(spec)}
-    if spec.annotations:
-        pod_metadata["annotations"] = dict(spec.annotations)
+    pod_metadata: dict[str, Any] = {
+        "labels": notebook_labels(spec),
+        "annotations": {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": str(NOTEBOOK_PORT),
+            "prometheus.io/path": f"{spec.base_url.rstrip('/')}/metrics",
+            **spec.annotations,
+        },
+    }
     pod_spec: dict[str, Any] = {
         "serviceAccountName": WORKLOAD_SERVICE_ACCOUNT,
         "automountServiceAccountToken": False,
@@ -206,8 +243,9 @@ def _ingress(spec: NotebookSpec) -> dict[str, Any]:
 
 
 def notebook_manifests(spec: NotebookSpec) -> list[dict[str, Any]]:
-    """The notebook's objects in apply order: the workspace first, so the pod can mount it."""
-    manifests = [_workspace(spec), _stateful_set(spec), _service(spec)]
+    """The notebook's objects in apply order: the token and the workspace first, so the pod
+    can start with them."""
+    manifests = [_token_secret(spec), _workspace(spec), _stateful_set(spec), _service(spec)]
     if spec.host:
         manifests.append(_ingress(spec))
     return manifests

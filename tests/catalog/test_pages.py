@@ -20,8 +20,9 @@ PAGES = [
 FORM_PAGES = PAGES[1:]
 
 # The most queries the overview may run, however big the catalog: session, user, GPU models,
-# sharing backends, offerings (with model and backend), pools (with model and backend).
-OVERVIEW_QUERIES = 6
+# sharing backends, offerings (with model and backend), pools (with model and backend), notebook
+# images.
+OVERVIEW_QUERIES = 7
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from django.core.management import call_command
 from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
 from portal.catalog.presets import (
     BACKENDS,
+    IMAGES,
     MIG_PROFILES,
     MODELS,
     OFFERINGS,
@@ -35,9 +36,12 @@ def test_presets_load_once_and_a_second_run_creates_nothing(db) -> None:
 
     second = catalog_presets_load(actor=None)
 
-    assert first == {"backends": len(BACKENDS), "models": len(MODELS), "offerings": len(OFFERINGS)}
+    assert first == {
+        "backends": len(BACKENDS), "models": len(MODELS), "offerings": len(OFFERINGS),
+        "images": len(IMAGES),
+    }  # fmt: skip
     assert rows == (len(BACKENDS), len(MODELS), len(OFFERINGS))
-    assert second == {"backends": 0, "models": 0, "offerings": 0}
+    assert second == {"backends": 0, "models": 0, "offerings": 0, "images": 0}
     assert (
         SharingBackend.objects.count(),
         GpuModel.objects.count(),
@@ -62,7 +66,7 @@ def test_a_rerun_leaves_an_admins_edits_alone(admin_user, presets) -> None:
 
     again = catalog_presets_load(actor=admin_user)
 
-    assert again == {"backends": 0, "models": 0, "offerings": 0}
+    assert again == {"backends": 0, "models": 0, "offerings": 0, "images": 0}
     offering.refresh_from_db()
     assert (offering.name, offering.enabled) == ("T4 quarter", False)
     # The renamed model is recognised by its name, not created a second time.
@@ -75,7 +79,7 @@ def test_a_deleted_preset_comes_back_on_the_next_run(presets) -> None:
 
     again = catalog_presets_load(actor=None)
 
-    assert again == {"backends": 0, "models": 0, "offerings": 1}
+    assert again == {"backends": 0, "models": 0, "offerings": 1, "images": 0}
     assert Offering.objects.get(slug="h100-80gb-mig-1g-20gb").gpu_eq == Fraction(1, 7)
 
 

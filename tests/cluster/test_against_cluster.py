@@ -14,16 +14,16 @@ from kubernetes.client.exceptions import ApiException
 from portal.allocations.models import RequestState
 from portal.allocations.services import gpu_request_submit
 from portal.cluster.gateway import ClusterError
-from portal.cluster.models import Cluster, Outcome, ProvisioningRun, RunKind, RunState
+from portal.cluster.models import Outcome, ProvisioningRun, RunKind, RunState
 from portal.cluster.services import (
     capacity_collect,
-    cluster_create,
     cluster_reconcile,
     provisioning_run_execute,
 )
 from portal.core.models import AuditEvent
-from tenants.models import MemberRole, Tenant
+from tenants.models import MemberRole
 from tenants.services import tenant_change_state, tenant_create
+from tests.cluster.fixtures import run_queued
 
 NETWORK_POLICIES = [
     "default-deny",
@@ -52,39 +52,6 @@ def access_of(method: str, path: str) -> tuple[str, str, str] | None:
     resource, named = rest[0], len(rest) > 1
     verb = VERBS.get(method, "get" if named else "list")
     return group, resource, verb
-
-
-@pytest.fixture
-def live_cluster(kube_api, settings, tmp_path: Path, db) -> Cluster:
-    """Cluster `lab` in kubernetes mode, reached through a kubeconfig pointing at the emulator."""
-    settings.PORTAL_CLUSTER_MODE = "kubernetes"
-    settings.PORTAL_CLUSTER_RETRY_BACKOFF_SECONDS = 0.01
-    settings.PORTAL_CLUSTER_TIMEOUT_SECONDS = 2
-    path = tmp_path / "kubeconfig"
-    kube_api.kubeconfig(path)
-    return cluster_create(
-        actor=None,
-        name="lab",
-        mode="kubernetes",
-        connection="kubeconfig",
-        kubeconfig_path=str(path),
-    )
-
-
-def run_queued(tenant: Tenant | None = None) -> list[ProvisioningRun]:
-    """Execute every queued run as the task would, attempts included; the finished runs."""
-    finished = []
-    queued = ProvisioningRun.objects.filter(state=RunState.QUEUED)
-    if tenant is not None:
-        queued = queued.filter(tenant=tenant)
-    for run_id in list(queued.order_by("pk").values_list("pk", flat=True)):
-        while True:
-            run = provisioning_run_execute(run_id=run_id)
-            if run is None or run.state != RunState.QUEUED:
-                break
-        if run is not None:
-            finished.append(run)
-    return finished
 
 
 def bundle_in(kube_api, namespace: str) -> dict[tuple[str, str], dict[str, Any]]:

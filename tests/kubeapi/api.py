@@ -14,9 +14,10 @@ admission (403), which comes before the AlreadyExists check (409).
 Deliberately not emulated: watch (answered 400), tables, protobuf/CBOR, field validation
 modes other than Strict, the immutability of fields after creation, graceful deletion and
 finalizers (deletion is immediate; a deleted namespace takes everything in it at once),
-ownerReferences and garbage collection, and every controller (no pods from Deployments,
-no scheduling). Status sent to the main resource is stored (a real server ignores it there);
-a write without status keeps the stored one.
+and every controller: nothing happens by itself (no pods from Deployments or StatefulSets,
+no scheduling, no garbage collection); `controllers.py` does it for StatefulSets and their
+pods when a test asks. Status sent to the main resource is stored (a real server ignores it
+there); a write without status keeps the stored one.
 """
 
 import base64

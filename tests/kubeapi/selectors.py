@@ -199,6 +199,10 @@ FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Field labels that name another field of the object (the API server's field sets).
+_FIELD_PATHS = {"source": "source.component"}
+
+
 @dataclass(frozen=True)
 class FieldRequirement:
     field: str
@@ -206,7 +210,8 @@ class FieldRequirement:
     value: str
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        return (_dotted(self.field)(obj) == self.value) == self.equal
+        value = _dotted(_FIELD_PATHS.get(self.field, self.field))(obj)
+        return (value == self.value) == self.equal
 
 
 def _split_unescaped(text: str, separator: str) -> list[str]:

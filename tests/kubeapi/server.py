@@ -8,7 +8,8 @@ The client is not patched: requests travel over HTTP to a `ThreadingHTTPServer` 
 which authenticates them (a bearer token), may fail, slow down or drop them on purpose (see
 `faults.Faults`), records them in a request log, and answers them with the API server's
 semantics (see `api.py` for what is emulated and what is not). The store can also be read
-and written directly, without HTTP, faults or validation.
+and written directly, without HTTP, faults or validation, and the cluster's components
+(`controllers.py`) run when a test asks: `reconcile_statefulsets()`, `set_pod_running()`, ...
 
 The emulator starts with the namespaces a new cluster has: default, kube-system, kube-public
 and kube-node-lease. It speaks plain HTTP (no TLS) and knows one user (no RBAC: every
@@ -35,6 +36,7 @@ import yaml
 
 from tests.kubeapi import errors
 from tests.kubeapi.api import Api, Request, Response
+from tests.kubeapi.controllers import Cluster
 from tests.kubeapi.faults import WRITE_METHODS, Faults
 from tests.kubeapi.resources import NODES, ResourceType, resource_for_kind, resource_for_kind_name
 from tests.kubeapi.store import Store, now
@@ -142,6 +144,7 @@ class KubeApiEmulator:
         # Tracebacks of requests the emulator itself failed on (answered 500): a bug here.
         self.server_errors: list[str] = []
         self._store = Store()
+        self._cluster = Cluster(self._store)
         self._log: list[RecordedRequest] = []
         self._log_lock = threading.Lock()
         self._server: _Server | None = None
@@ -372,3 +375,86 @@ class KubeApiEmulator:
         """What `pods/log` answers for the pod (for one container, or for any)."""
         with self._store.lock:
             self._store.pod_logs[(namespace, pod, container or "")] = text
+
+    # What the cluster's components would do, on demand (see `controllers`): no HTTP, no faults.
+
+    def reconcile_statefulsets(self) -> None:
+        """One pass of the statefulset controller and garbage collector over every namespace.
+
+        Creates the missing pods `<set>-<ordinal>` (admitted against ResourceQuota like a POST;
+        a refusal becomes a `FailedCreate` event on the set), deletes those above spec.replicas
+        and those whose StatefulSet is gone, and brings each set's status up to date.
+        """
+        self._cluster.reconcile_statefulsets()
+
+    def set_pod_running(
+        self, namespace: str, name: str, *, ready: bool = True, node: str = "gpu-node-1"
+    ) -> dict[str, Any]:
+        """Bind the pod to `node` (unless bound) and report it Running, ready or not.
+
+        Answers the stored pod; its StatefulSet's status follows.
+        """
+        return self._cluster.set_pod_running(namespace, name, ready=ready, node=node)
+
+    def set_pod_unschedulable(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        message: str = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+    ) -> dict[str, Any]:
+        """Report an unbound pod Pending and unschedulable, with the scheduler's event."""
+        return self._cluster.set_pod_unschedulable(namespace, name, message=message)
+
+    def set_pod_waiting(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        reason: str,
+        message: str,
+        phase: str = "Pending",
+        restart_count: int = 0,
+        node: str = "gpu-node-1",
+    ) -> dict[str, Any]:
+        """Bind the pod (unless bound) and report its containers waiting, with the kubelet's event.
+
+        E.g. reason `ImagePullBackOff`, message `Back-off pulling image "x"`; or reason
+        `CrashLoopBackOff` with phase `Running` and a restart_count above 0 (the last run then
+        terminated with exit code 1). Answers the stored pod.
+        """
+        return self._cluster.set_pod_waiting(
+            namespace,
+            name,
+            reason=reason,
+            message=message,
+            phase=phase,
+            restart_count=restart_count,
+            node=node,
+        )
+
+    def add_event(
+        self,
+        namespace: str,
+        *,
+        kind: str,
+        name: str,
+        reason: str,
+        message: str,
+        type: str = "Warning",  # noqa: A002 - the Event's field
+        component: str = "kubelet",
+    ) -> dict[str, Any]:
+        """Record an event about an object, as the component's event recorder would.
+
+        The object need not exist; when it does, the event refers to it by uid. An identical
+        event counts up instead of repeating. Answers the stored event.
+        """
+        return self._cluster.add_event(
+            namespace,
+            kind=kind,
+            name=name,
+            reason=reason,
+            message=message,
+            type=type,
+            component=component,
+        )

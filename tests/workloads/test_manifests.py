@@ -8,7 +8,12 @@ import kubernetes_validate
 import pytest
 
 from portal.catalog.models import Offering
-from portal.workloads.manifests import NotebookSpec, notebook_host, notebook_manifests
+from portal.workloads.manifests import (
+    NotebookSpec,
+    notebook_host,
+    notebook_manifests,
+    redacted,
+)
 
 KUBERNETES_VERSION = "1.33.0"
 
@@ -28,6 +33,7 @@ def spec_for(offering: Offering, **overrides: Any) -> NotebookSpec:
         "annotations": offering.annotations,
         "node_selector": {model.node_label_key: model.node_label_value},
         "host": "nb-7.vision.gpu.example.org",
+        "token": "s3cret-token",
     }
     return NotebookSpec(**(values | overrides))
 
@@ -47,7 +53,7 @@ def test_every_manifest_is_valid_for_every_offering_preset(catalog: dict[str, Of
     for offering in catalog.values():
         manifests = notebook_manifests(spec_for(offering))
         assert [m["kind"] for m in manifests] == [
-            "PersistentVolumeClaim", "StatefulSet", "Service", "Ingress",
+            "Secret", "PersistentVolumeClaim", "StatefulSet", "Service", "Ingress",
         ]  # fmt: skip
         for manifest in manifests:
             kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
@@ -127,3 +133,22 @@ def test_notebook_objects_are_not_part_of_the_tenant_bundle(catalog: dict[str, O
     # carry another component label, so it never touches them.
     for manifest in notebook_manifests(spec_for(catalog["t4-whole"])):
         assert manifest["metadata"]["labels"]["gpu-portal.io/component"] == "notebook"
+
+
+def test_the_token_reaches_jupyter_through_a_secret_and_is_redacted_when_stored(catalog):
+    manifests = notebook_manifests(spec_for(catalog["a100-80gb-whole"]))
+    secret = by_kind(manifests, "Secret")
+    assert secret["stringData"] == {"token": "s3cret-token"}
+    [env] = container_of(manifests)["env"]
+    assert env["valueFrom"]["secretKeyRef"] == {"name": "nb-7-token", "key": "token"}
+    assert "s3cret-token" not in str(container_of(manifests))
+    assert redacted(secret)["stringData"] == {"token": "(redacted)"}
+    assert secret["stringData"] == {"token": "s3cret-token"}  # the original is untouched
+
+
+def test_prometheus_scrapes_the_servers_kernel_activity_without_the_token(catalog):
+    manifests = notebook_manifests(spec_for(catalog["a100-80gb-whole"], base_url="/nb/"))
+    annotations = by_kind(manifests, "StatefulSet")["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["prometheus.io/path"] == "/nb/metrics"
+    assert "--ServerApp.authenticate_prometheus=False" in container_of(manifests)["args"]

@@ -11,7 +11,8 @@ event and the allocations it started in one transaction.
 import logging
 import socket
 from datetime import datetime, timedelta
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
@@ -22,6 +23,7 @@ from portal.allocations.models import GpuRequest
 from portal.cluster.gateway import ClusterError, KubernetesGateway
 from portal.cluster.manifests import manifests_yaml, tenant_bundle_manifests
 from portal.cluster.models import (
+    UNFINISHED_RUN_STATES,
     Cluster,
     Outcome,
     ProvisioningResult,
@@ -34,6 +36,9 @@ from portal.cluster.services.bundle import SyncReport, bundle_sync, namespace_de
 from portal.core.audit import audit_record
 from portal.core.errors import InvalidTransition, PermissionDenied
 from tenants.models import Tenant, TenantState
+
+if TYPE_CHECKING:
+    from portal.workloads.models import Notebook
 
 logger = logging.getLogger(__name__)
 
@@ -61,12 +66,20 @@ def provisioning_run_queue(
     actor: User | None,
     kind: RunKind = RunKind.BUNDLE,
     gpu_request: GpuRequest | None = None,
+    notebook: "Notebook | None" = None,
 ) -> ProvisioningRun:
     # A queued run renders the portal's state when it starts, so it covers later changes too.
     # The row lock makes a worker's claim wait until this change commits, so it sees it.
     run = (
         ProvisioningRun.objects.select_for_update()
-        .filter(cluster=cluster, tenant=tenant, kind=kind, state=RunState.QUEUED, attempts=0)
+        .filter(
+            cluster=cluster,
+            tenant=tenant,
+            kind=kind,
+            notebook=notebook,
+            state=RunState.QUEUED,
+            attempts=0,
+        )
         .order_by("pk")
         .first()
     )
@@ -75,6 +88,7 @@ def provisioning_run_queue(
             cluster=cluster,
             tenant=tenant,
             kind=kind,
+            notebook=notebook,
             reason=reason[:200],
             dry_run=not cluster.applies,
             requested_by=actor,
@@ -128,15 +142,19 @@ def provisioning_run_retry(*, actor: User, run: ProvisioningRun) -> Provisioning
 
 
 def _claim(run_id: int, worker: str) -> bool:
-    """Take a queued run, unless another run of the same tenant and cluster is running (the
-    run stays queued; the resume task offers it again)."""
+    """Take a queued run, unless another run of the same tenant and cluster is running, or
+    (for a notebook run) an earlier one is unfinished: the namespace it needs may not be
+    there yet. A run left queued is offered again when the run before it ends."""
     now = timezone.now()
-    running = ProvisioningRun.objects.filter(
-        tenant=OuterRef("tenant"), cluster=OuterRef("cluster"), state=RunState.RUNNING
+    same_place = ProvisioningRun.objects.filter(
+        tenant=OuterRef("tenant"), cluster=OuterRef("cluster")
     )
+    running = same_place.filter(state=RunState.RUNNING)
+    earlier = same_place.filter(state__in=UNFINISHED_RUN_STATES, pk__lt=OuterRef("pk"))
     return bool(
         ProvisioningRun.objects.filter(pk=run_id, state=RunState.QUEUED)
         .exclude(Exists(running))
+        .exclude(Q(kind=RunKind.NOTEBOOK) & Exists(earlier))
         .update(
             state=RunState.RUNNING,
             attempts=F("attempts") + 1,
@@ -156,6 +174,8 @@ def provisioning_run_execute(*, run_id: int, worker: str = "") -> ProvisioningRu
     if not _claim(run_id, worker or socket.gethostname()):
         return None
     run = ProvisioningRun.objects.select_related("cluster", "tenant").get(pk=run_id)
+    if run.kind == RunKind.NOTEBOOK:
+        return _execute_notebook(run)
     cluster, tenant = run.cluster, run.tenant
     if tenant.state == TenantState.ARCHIVED:
         run.kind = RunKind.DELETE  # an old bundle run must not bring the namespace back
@@ -179,7 +199,33 @@ def provisioning_run_execute(*, run_id: int, worker: str = "") -> ProvisioningRu
             error=ClusterError(f"Unexpected error: {type(error).__name__}: {error}")
         )
         requests = 0
-    return _finish(run, report=report, source=source, requests=requests)
+    return _finish(run, report=report, requests=requests, source=source)
+
+
+def _execute_notebook(run: ProvisioningRun) -> ProvisioningRun:
+    """Apply one notebook's objects (or delete them), as the notebook now says."""
+    from portal.workloads.provisioning import notebook_run_sync  # noqa: PLC0415  (cycle)
+
+    requests = 0
+    try:
+        if not run.cluster.applies:
+            manifests, report = notebook_run_sync(run, None)
+        else:
+            gateway = KubernetesGateway(run.cluster)
+            try:
+                manifests, report = notebook_run_sync(run, gateway)
+            finally:
+                gateway.close()
+            requests = gateway.requests
+        run.manifests = manifests
+    except ClusterError as error:
+        report = SyncReport(error=error)
+    except Exception as error:  # a claimed run must end visibly, whatever broke
+        logger.exception("provisioning run %s failed unexpectedly", run.pk)
+        report = SyncReport(
+            error=ClusterError(f"Unexpected error: {type(error).__name__}: {error}")
+        )
+    return _finish(run, report=report, requests=requests)
 
 
 def _execute_against_cluster(
@@ -204,7 +250,7 @@ def _execute_against_cluster(
 
 @transaction.atomic
 def _finish(
-    run: ProvisioningRun, *, report: SyncReport, source: BundleInput, requests: int
+    run: ProvisioningRun, *, report: SyncReport, requests: int, source: BundleInput | None = None
 ) -> ProvisioningRun:
     locked = ProvisioningRun.objects.select_for_update().get(pk=run.pk)
     if (locked.state, locked.attempts, locked.claimed_by) != (
@@ -252,9 +298,28 @@ def _finish(
         changes={"state": [RunState.RUNNING, locked.state]},
         comment=locked.error,
     )
-    if locked.state == RunState.SUCCEEDED and not source.spec.suspended:
+    if locked.state == RunState.SUCCEEDED and source is not None and not source.spec.suspended:
         _start_allocations(locked, source.approved_request_ids)
+    if locked.kind == RunKind.NOTEBOOK:
+        from portal.workloads.services import notebook_run_finished  # noqa: PLC0415  (cycle)
+
+        notebook_run_finished(locked)
+    if locked.state != RunState.QUEUED:
+        _offer_waiting_runs(locked)
     return locked
+
+
+def _offer_waiting_runs(run: ProvisioningRun) -> None:
+    """Once `run` ends, the runs queued behind it in the same tenant and cluster go."""
+    from portal.cluster.tasks import execute_provisioning_run  # noqa: PLC0415  (cycle)
+
+    waiting = list(
+        ProvisioningRun.objects.filter(
+            tenant=run.tenant_id, cluster=run.cluster_id, state=RunState.QUEUED, pk__gt=run.pk
+        ).values_list("pk", flat=True)
+    )
+    for run_id in waiting:
+        transaction.on_commit(partial(execute_provisioning_run.delay, run_id))
 
 
 def _start_allocations(run: ProvisioningRun, request_ids: tuple[int, ...]) -> None:

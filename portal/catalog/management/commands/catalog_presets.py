@@ -4,13 +4,18 @@ from django.core.management.base import BaseCommand
 
 from portal.catalog.presets import catalog_presets_load
 
-_KINDS = {"backends": "sharing backends", "models": "GPU models", "offerings": "offerings"}
+_KINDS = {
+    "backends": "sharing backends",
+    "models": "GPU models",
+    "offerings": "offerings",
+    "images": "notebook images",
+}
 
 
 class Command(BaseCommand):
     help = (
         "Load the GPU catalog presets (models, sharing backends, offerings for every supported "
-        "backend). Existing entries, matched by slug, are left as they are."
+        "backend, notebook images). Existing entries, matched by slug, are left as they are."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -1,0 +1,188 @@
+"""Stopping idle notebooks: the decision as a pure function, and the periodic service.
+
+A notebook is idle when its GPU utilisation (DCGM exporter, `DCGM_FI_DEV_GPU_UTIL` of its
+pod) stays below PORTAL_CULL_GPU_UTIL_PERCENT and its Jupyter server saw no activity
+(`jupyter_server_last_activity_timestamp_seconds`, scraped from the notebook's /metrics).
+Idle for its tenant's `notebook_idle_minutes` less PORTAL_CULL_NOTICE_MINUTES, the owner is
+told; still idle at the end of the notice, it is stopped. Snoozing restarts the count after
+the snooze ends. Culling stops, never deletes: the workspace stays.
+
+Two Prometheus queries per period, whatever the number of notebooks. A notebook Prometheus
+knows nothing about (neither metric) is left alone: no evidence, no stop.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from enum import Enum
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from portal.metering.prometheus import PrometheusError, Sample, prometheus_gateway
+from portal.workloads.models import Desired, Notebook, NotebookState
+
+logger = logging.getLogger(__name__)
+
+POD_PATTERN = "nb-[0-9]+-0"
+GPU_QUERY = (
+    "max by (namespace, pod) (max_over_time("
+    f'DCGM_FI_DEV_GPU_UTIL{{pod=~"{POD_PATTERN}"}}[{{window}}s]))'
+)
+KERNEL_QUERY = (
+    "max by (namespace, pod) "
+    f'(jupyter_server_last_activity_timestamp_seconds{{pod=~"{POD_PATTERN}"}})'
+)
+
+
+class Verdict(Enum):
+    NO_DATA = "no data"
+    BUSY = "busy"
+    IDLE = "idle"
+    NOTICE = "notice"
+    STOP = "stop"
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What Prometheus says about one notebook pod: None where it has no series."""
+
+    gpu_util_max: Decimal | None
+    last_kernel_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class CullDecision:
+    verdict: Verdict
+    idle_since: datetime | None
+    cull_at: datetime | None = None
+
+
+def cull_decision(  # noqa: PLR0911 - one verdict per branch reads best
+    *,
+    now: datetime,
+    notebook: Notebook,
+    activity: Activity,
+    idle_minutes: int,
+    notice_minutes: int,
+    threshold_percent: int,
+) -> CullDecision:
+    """Whether to leave, warn about or stop one running notebook, and since when it is idle."""
+    if activity.gpu_util_max is None and activity.last_kernel_activity is None:
+        return CullDecision(Verdict.NO_DATA, notebook.idle_since, notebook.cull_at)
+    gpu_busy = activity.gpu_util_max is not None and activity.gpu_util_max >= Decimal(
+        threshold_percent
+    )
+    if gpu_busy:
+        return CullDecision(Verdict.BUSY, None)
+    starts = [notebook.idle_since or notebook.running_since or now]
+    starts += [
+        moment for moment in (activity.last_kernel_activity, notebook.snoozed_until) if moment
+    ]
+    idle_since = max(starts)
+    if notebook.cull_notice_at and idle_since > notebook.cull_notice_at:
+        return CullDecision(Verdict.BUSY, idle_since)  # active again since the notice
+    idle_for = now - idle_since
+    limit = timedelta(minutes=idle_minutes)
+    notice = timedelta(minutes=notice_minutes)
+    if notebook.cull_notice_at is not None and notebook.cull_at is not None:
+        if now >= notebook.cull_at:
+            return CullDecision(Verdict.STOP, idle_since, notebook.cull_at)
+        return CullDecision(Verdict.IDLE, idle_since, notebook.cull_at)
+    if idle_for >= max(limit - notice, timedelta(0)):
+        return CullDecision(Verdict.NOTICE, idle_since, max(idle_since + limit, now + notice))
+    return CullDecision(Verdict.IDLE, idle_since)
+
+
+def _by_pod(samples: list[Sample], *, at_time: bool = False) -> dict[tuple[str, str], object]:
+    found: dict[tuple[str, str], object] = {}
+    for sample in samples:
+        key = (sample.labels.get("namespace", ""), sample.labels.get("pod", ""))
+        found[key] = (
+            datetime.fromtimestamp(float(sample.value), tz=UTC) if at_time else sample.value
+        )
+    return found
+
+
+def notebook_activity(notebooks: list[Notebook]) -> dict[int, Activity]:
+    """Each notebook's GPU and kernel activity: two queries. Raises PrometheusError."""
+    gateway = prometheus_gateway()
+    window = settings.PORTAL_CULL_SECONDS + 60
+    gpu = _by_pod(gateway.query(GPU_QUERY.format(window=window)))
+    kernel = _by_pod(gateway.query(KERNEL_QUERY), at_time=True)
+    activity = {}
+    for notebook in notebooks:
+        key = (
+            notebook.cluster.namespace_for(notebook.tenant.slug),
+            f"{notebook.kubernetes_name}-0",
+        )
+        util = gpu.get(key)
+        last = kernel.get(key)
+        activity[notebook.pk] = Activity(
+            gpu_util_max=util if isinstance(util, Decimal) else None,
+            last_kernel_activity=last if isinstance(last, datetime) else None,
+        )
+    return activity
+
+
+def notebooks_cull(*, now: datetime | None = None) -> dict[str, int]:
+    """One culling period over every running notebook whose tenant culls. Returns counts per
+    verdict. Prometheus unreachable: nothing is decided (PrometheusError is raised)."""
+    from portal.workloads.services import notebook_cull_notice, notebook_stop  # noqa: PLC0415
+
+    moment = now or timezone.now()
+    candidates = list(
+        Notebook.objects.filter(
+            state=NotebookState.RUNNING,
+            desired=Desired.RUNNING,
+            tenant__notebook_idle_minutes__gt=0,
+        ).select_related("tenant", "cluster")
+    )
+    counts = {verdict.value: 0 for verdict in Verdict}
+    if not candidates:
+        return counts
+    activity = notebook_activity(candidates)
+    for notebook in candidates:
+        decision = cull_decision(
+            now=moment,
+            notebook=notebook,
+            activity=activity[notebook.pk],
+            idle_minutes=notebook.tenant.notebook_idle_minutes,
+            notice_minutes=settings.PORTAL_CULL_NOTICE_MINUTES,
+            threshold_percent=settings.PORTAL_CULL_GPU_UTIL_PERCENT,
+        )
+        counts[decision.verdict.value] += 1
+        if decision.verdict == Verdict.STOP:
+            idle = int((moment - (decision.idle_since or moment)).total_seconds() // 60)
+            notebook_stop(
+                actor=None,
+                notebook=notebook,
+                reason=f"Stopped after {idle} minutes idle (workspace kept).",
+            )
+        elif decision.verdict == Verdict.NOTICE:
+            notebook_cull_notice(
+                notebook=notebook, idle_since=decision.idle_since, cull_at=decision.cull_at
+            )
+        elif decision.verdict != Verdict.NO_DATA:
+            _remember(notebook, decision)
+    return counts
+
+
+def _remember(notebook: Notebook, decision: CullDecision) -> None:
+    """Keep the idle time (shown on the pages) and drop a notice that activity overtook."""
+    fields = {"idle_since": decision.idle_since}
+    if decision.verdict == Verdict.BUSY:
+        fields |= {"cull_notice_at": None, "cull_at": None}
+    with transaction.atomic():
+        Notebook.objects.filter(pk=notebook.pk, state=NotebookState.RUNNING).update(**fields)
+
+
+def cull_safely(*, now: datetime | None = None) -> dict[str, int] | str:
+    """The periodic task's body: Prometheus being down is reported, not raised."""
+    try:
+        return notebooks_cull(now=now)
+    except PrometheusError as error:
+        logger.warning("idle notebooks not culled: %s", error)
+        return str(error)

@@ -1,0 +1,155 @@
+"""Reads of notebooks, narrowed to who may see them: one path for pages, API and tasks.
+
+A notebook is visible to its owner, to the leads of its tenant and to admins; everyone else
+gets NotFound (404), as if it did not exist. Whoever sees a notebook may stop, start and
+delete it (DOMAIN.md: own notebooks; leads their tenant's; admins any).
+"""
+
+from collections.abc import Iterable
+
+from django.db.models import Q, QuerySet
+
+from portal.accounts.models import User
+from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
+from portal.catalog.models import GpuPool, NotebookImage, Offering
+from portal.cluster.models import Cluster
+from portal.core.errors import NotFound, ValidationFailed
+from portal.workloads.manifests import NotebookSpec, notebook_host
+from portal.workloads.models import Desired, Notebook
+from tenants.models import TenantState
+from tenants.selectors import tenants_led_by
+
+
+def _notebooks() -> QuerySet[Notebook]:
+    return Notebook.objects.select_related(
+        "tenant", "owner", "cluster", "allocation__offering__gpu_model", "image"
+    )
+
+
+def notebooks_visible_to(user: User) -> QuerySet[Notebook]:
+    """Admins: every notebook. Others: their own and their led tenants' notebooks."""
+    if user.is_portal_admin:
+        return _notebooks()
+    return _notebooks().filter(Q(owner=user) | Q(tenant__in=tenants_led_by(user)))
+
+
+def notebook_for(user: User, pk: int) -> Notebook:
+    notebook = notebooks_visible_to(user).filter(pk=pk).first()
+    if notebook is None:
+        raise NotFound(f"There is no notebook {pk}.")
+    return notebook
+
+
+def launchable_allocations(user: User) -> QuerySet[GpuRequest]:
+    """The user's own allocations a notebook may start on: approved or active (or pending: it
+    starts once approved), in active tenants, without a notebook yet."""
+    taken = Notebook.objects.exclude(desired=Desired.DELETED).values("allocation")
+    return (
+        GpuRequest.objects.filter(
+            requester=user,
+            state__in=(*HOLDING_STATES, RequestState.PENDING),
+            tenant__state=TenantState.ACTIVE,
+        )
+        .exclude(pk__in=taken)
+        .select_related("tenant", "offering__gpu_model")
+        .order_by("-created_at", "-id")
+    )
+
+
+def allocation_for_launch(user: User, pk: int) -> GpuRequest:
+    """One of the user's own requests; another user's or tenant's is NotFound (404)."""
+    allocation = (
+        GpuRequest.objects.filter(requester=user, pk=pk)
+        .select_related("tenant", "offering__gpu_model", "offering__backend")
+        .first()
+    )
+    if allocation is None:
+        raise NotFound(f"There is no allocation {pk}.")
+    return allocation
+
+
+def images_for_launch() -> QuerySet[NotebookImage]:
+    return NotebookImage.objects.filter(enabled=True)
+
+
+def image_for_launch(slug: str, offering: Offering) -> NotebookImage:
+    """The enabled image `slug` if it suits the offering's GPU vendor; else a field error."""
+    image = images_for_launch().filter(slug=slug).first()
+    if image is None:
+        raise ValidationFailed.on("image", f"{slug!r} is not on the list of notebook images.")
+    vendor = offering.gpu_model.vendor
+    if not image.suits(vendor):
+        raise ValidationFailed.on(
+            "image", f"{image.name} does not suit {vendor} GPUs; pick one made for them."
+        )
+    return image
+
+
+def cluster_for_offering(offering: Offering) -> Cluster:
+    """The enabled cluster that runs `offering`: the first with a pool of its model and
+    backend, else the first that describes no pools (it hosts every offering)."""
+    clusters = list(Cluster.objects.filter(enabled=True).order_by("name"))
+    pools = GpuPool.objects.filter(cluster__in=[cluster.name for cluster in clusters])
+    described = set(pools.values_list("cluster", flat=True))
+    serving = set(
+        pools.filter(gpu_model=offering.gpu_model_id, backend=offering.backend_id).values_list(
+            "cluster", flat=True
+        )
+    )
+    for cluster in clusters:
+        if cluster.name in serving:
+            return cluster
+    for cluster in clusters:
+        if cluster.name not in described:
+            return cluster
+    raise ValidationFailed.on("offering", f"No enabled cluster runs {offering.name}.")
+
+
+def notebook_spec(notebook: Notebook) -> NotebookSpec:
+    """What the notebook's objects are rendered from. Stopped unless the owner wants it
+    running, its allocation holds quota and its tenant is active."""
+    offering = notebook.allocation.offering
+    model = offering.gpu_model
+    cluster = notebook.cluster
+    name = notebook.kubernetes_name
+    runs = (
+        notebook.desired == Desired.RUNNING
+        and notebook.allocation.state in HOLDING_STATES
+        and notebook.tenant.state == TenantState.ACTIVE
+    )
+    return NotebookSpec(
+        name=name,
+        namespace=cluster.namespace_for(notebook.tenant.slug),
+        tenant_slug=notebook.tenant.slug,
+        owner=notebook.owner.username,
+        image=notebook.image_reference,
+        cpu_cores=notebook.cpu_cores,
+        memory_gib=notebook.memory_gib,
+        workspace_gib=notebook.workspace_gib,
+        gpu_resources=offering.resources,
+        gpu_units=notebook.allocation.count,
+        annotations=offering.annotations,
+        node_selector={model.node_label_key: model.node_label_value},
+        running=runs,
+        token=notebook.token,
+        host=notebook_host(
+            cluster.notebook_host_pattern, name=name, tenant_slug=notebook.tenant.slug
+        ),
+        ingress_class=cluster.notebook_ingress_class,
+    )
+
+
+def notebook_url(notebook: Notebook) -> str:
+    """Where the notebook is published (its token is added for the owner only); empty without
+    a host pattern."""
+    cluster = notebook.cluster
+    host = notebook_host(
+        cluster.notebook_host_pattern,
+        name=notebook.kubernetes_name,
+        tenant_slug=notebook.tenant.slug,
+    )
+    return f"{cluster.notebook_url_scheme}://{host}/lab" if host else ""
+
+
+def notebooks_by_pk(ids: Iterable[int]) -> dict[int, Notebook]:
+    return {notebook.pk: notebook for notebook in _notebooks().filter(pk__in=list(ids))}

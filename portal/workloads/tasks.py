@@ -1,0 +1,45 @@
+"""Retry policies around the notebook services: reading pods, culling, notices."""
+
+from typing import Any
+
+from celery import shared_task
+
+from portal.cluster.gateway import ClusterError
+from portal.cluster.models import Cluster
+from portal.workloads import culling, services
+from portal.workloads.models import Notebook
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def observe_notebooks() -> dict[str, int | str]:
+    """Every PORTAL_NOTEBOOK_OBSERVE_SECONDS: read every cluster's notebook pods."""
+    return services.notebooks_observe_all()
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=3, throws=(ClusterError,))
+def observe_notebook(self: Any, notebook_id: int) -> int:
+    """Read one notebook's pod now (a page is watching it)."""
+    notebook = Notebook.objects.filter(pk=notebook_id).only("cluster_id").first()
+    if notebook is None:
+        return 0
+    cluster = Cluster.objects.get(pk=notebook.cluster_id)
+    try:
+        return services.notebooks_observe(cluster=cluster, notebook_ids=[notebook_id])
+    except ClusterError as error:
+        if error.transient:
+            raise self.retry(exc=error, countdown=2 ** (self.request.retries + 1)) from error
+        raise
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def cull_idle_notebooks() -> dict[str, int] | str:
+    """Every PORTAL_CULL_SECONDS: warn about, then stop, idle notebooks."""
+    return culling.cull_safely()
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=5)
+def send_cull_notice(self: Any, notebook_id: int) -> int:
+    try:
+        return services.cull_notice_send(notebook_id=notebook_id)
+    except OSError as error:  # the mail server; try again later
+        raise self.retry(exc=error, countdown=60 * (self.request.retries + 1)) from error
