@@ -8,12 +8,14 @@ from portal.catalog import api as catalog_api
 from portal.cluster import api as cluster_api
 from portal.core import views as core_views
 from portal.core.audit_api import AuditEventList
+from portal.workloads.api_urls import urlpatterns as notebook_api_urls
 from tenants import api as tenant_api
 
 api_v1 = [
     path("me", MeView.as_view(), name="me"),
     path("audit-events/", AuditEventList.as_view(), name="audit-events"),
     *allocation_api_urls,
+    *notebook_api_urls,
     path("tenants/", tenant_api.TenantList.as_view(), name="tenants"),
     path("tenants/<slug:slug>/", tenant_api.TenantDetail.as_view(), name="tenant"),
     path("tenants/<slug:slug>/members/", tenant_api.MemberList.as_view(), name="members"),
@@ -74,6 +76,7 @@ urlpatterns = [
     path("", include("tenants.urls")),
     path("manage/catalog/", include("portal.catalog.urls")),
     path("", include("portal.cluster.urls")),
+    path("", include("portal.workloads.urls")),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

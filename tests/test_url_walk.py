@@ -16,6 +16,7 @@ from portal.allocations.services import gpu_request_submit
 from portal.catalog.services import notebook_image_create, offering_create
 from portal.cluster.models import ProvisioningRun
 from portal.cluster.services import cluster_create
+from portal.workloads.services import notebook_launch
 from tenants.models import MemberRole
 from tenants.services import membership_set, quota_request_create, quota_set
 from tests.tenants.factories import a100, mig_backend
@@ -52,6 +53,19 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "allocations:approvals": ("get", "", (302, 404, 200, 404, 404, 200)),
     "allocations:approve-selected": ("post", "", (302, 404, 302, 404, 404, 302)),
     "allocations:all": ("get", "", (302, 404, 404, 404, 200, 200)),
+    "workloads:list": ("get", "", (302, 200, 200, 200, 200, 200)),
+    "workloads:new": ("get", "", (302, 200, 200, 200, 404, 200)),
+    "workloads:preview": ("get", "", (302, 200, 200, 200, 200, 200)),
+    # The developer's notebook: the owner, the tenant's lead and admins see it.
+    "workloads:detail": ("get", "notebook", (302, 200, 200, 404, 404, 200)),
+    "workloads:delete": ("get", "notebook", (302, 200, 200, 404, 404, 200)),
+    "workloads:action": ("post", "notebook_snooze", (302, 302, 302, 404, 404, 302)),
+    "api:notebooks": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:notebook": ("get", "notebook", (401, 200, 200, 404, 404, 200)),
+    # Walked in this order: it is launching, so start is a conflict; stopped, nothing to snooze.
+    "api:notebook-start": ("post", "notebook", (401, 409, 409, 404, 404, 409)),
+    "api:notebook-stop": ("post", "notebook", (401, 200, 200, 404, 404, 200)),
+    "api:notebook-snooze": ("post", "notebook", (401, 409, 409, 404, 404, 409)),
     "catalog:overview": ("get", "", (302, 404, 404, 404, 404, 200)),
     "catalog:model-create": ("get", "", (302, 404, 404, 404, 404, 200)),
     "catalog:model-edit": ("get", "gpu_model", (302, 404, 404, 404, 404, 200)),
@@ -158,6 +172,10 @@ def walk_kwargs(
     page_request = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=8)
     cluster = cluster_create(actor=None, name="walk")
     run = ProvisioningRun.objects.get(cluster=cluster, tenant=tenant_a)
+    allocation = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=1)
+    notebook = notebook_launch(
+        actor=developer, allocation_id=allocation.pk, image=notebook_image.slug
+    )
     return {
         "run": {"pk": run.pk},
         "cluster": {"name": cluster.name},
@@ -171,6 +189,8 @@ def walk_kwargs(
         "gpu_model": {"slug": model.slug},
         "offering": {"slug": offering.slug},
         "notebook_image": {"slug": notebook_image.slug},
+        "notebook": {"pk": notebook.pk},
+        "notebook_snooze": {"pk": notebook.pk, "action": "snooze"},
     }
 
 

@@ -31,14 +31,14 @@ from tenants.selectors import memberships_of
 PER_PAGE = 25
 
 
-def _requestable_tenants(request: AuthenticatedHttpRequest) -> QuerySet[Tenant]:
+def tenants_requestable(request: AuthenticatedHttpRequest) -> QuerySet[Tenant]:
     active = Tenant.objects.filter(state=TenantState.ACTIVE)
     if request.user.is_portal_admin:
         return active
     return active.filter(pk__in=memberships_of(request.user).values("tenant"))
 
 
-def _offerings() -> QuerySet[Offering]:
+def offerings_requestable() -> QuerySet[Offering]:
     return Offering.objects.filter(enabled=True, gpu_model__enabled=True).select_related(
         "gpu_model", "backend"
     )
@@ -47,10 +47,10 @@ def _offerings() -> QuerySet[Offering]:
 @login_required
 def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Ask for GPUs; the decision comes at once (approved, waiting for a lead, or refused)."""
-    tenants = _requestable_tenants(request)
+    tenants = tenants_requestable(request)
     if not tenants.exists() and not request.user.is_portal_admin:
         raise Http404
-    form = GpuRequestForm(request.POST or None, tenants=tenants, offerings=_offerings())
+    form = GpuRequestForm(request.POST or None, tenants=tenants, offerings=offerings_requestable())
     status = 200
     if request.method == "POST":
         status = 400
@@ -84,20 +84,20 @@ def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "allocations/request_form.html", {"form": form}, status=status)
 
 
-@login_required
-def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """The form's live preview: quota left after this request and the path it will take."""
+def request_preview_context(request: AuthenticatedHttpRequest) -> dict[str, Any]:
+    """What the request form's preview shows for the form's current values (also used by the
+    notebook launch form): quota left after, the path the request will take, free capacity."""
     context: dict[str, Any] = {"preview": None}
     params = request.GET
-    offering = _offerings().filter(slug=params.get("offering", "")).first()
+    offering = offerings_requestable().filter(slug=params.get("offering", "")).first()
     try:
         count = int(params.get("count") or 1)
         tenant = tenant_for(request.user, params.get("tenant", ""), Access.REQUEST)
+        hours = int(params.get("duration_hours") or tenant.default_duration_hours)
     except (ValueError, ApplicationError):
-        return render(request, "allocations/request_form.html#preview", context)
+        return context
     if offering is not None:
         check = services.quota_check_preview(tenant=tenant, offering=offering, count=count)
-        hours = int(params.get("duration_hours") or tenant.default_duration_hours)
         if check is None:
             path = "no-quota"
         elif not check.fits:
@@ -116,7 +116,15 @@ def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
             "can_ask_quota": role_in(request.user, tenant) == MemberRole.LEAD,
             "free_units": capacity_free_units(offering),
         }
-    return render(request, "allocations/request_form.html#preview", context)
+    return context
+
+
+@login_required
+def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The form's live preview: quota left after this request and the path it will take."""
+    return render(
+        request, "allocations/request_form.html#preview", request_preview_context(request)
+    )
 
 
 @login_required

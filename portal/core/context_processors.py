@@ -7,6 +7,7 @@ from portal.accounts.selectors import persona_of
 # (label, url name, personas that see it). Pages still check access themselves.
 NAVIGATION = [
     ("My workspace", "tenants:mine", {"developer", "lead", "admin"}),
+    ("Notebooks", "workloads:list", {"developer", "lead", "admin"}),
     ("My requests", "allocations:mine", {"developer", "lead", "admin"}),
     ("Approvals", "allocations:approvals", {"lead", "admin"}),
     ("Team", "tenants:team", {"lead"}),

@@ -1,0 +1,122 @@
+"""`notebooks/`, `notebooks/{id}/` and the actions (API.md): the same services as the pages."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.generics import GenericAPIView
+from rest_framework.mixins import ListModelMixin
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from portal.core.api import choice_param
+from portal.core.errors import ValidationFailed
+from portal.core.http import api_user
+from portal.core.idempotency import idempotent_post
+from portal.workloads import services
+from portal.workloads.models import Notebook, NotebookState
+from portal.workloads.selectors import notebook_for, notebooks_visible_to
+from portal.workloads.serializers import (
+    NotebookDetailSerializer,
+    NotebookLaunchSerializer,
+    NotebookSerializer,
+)
+
+NOTEBOOK_FILTERS = [
+    OpenApiParameter("state", OpenApiTypes.STR, enum=NotebookState.values),
+    OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug"),
+    OpenApiParameter("mine", OpenApiTypes.BOOL, description="only the caller's own notebooks"),
+]
+
+
+class NotebookList(ListModelMixin, GenericAPIView[Notebook]):
+    """Notebooks the caller may see (own; a lead's tenants'; all for admins). POST launches."""
+
+    serializer_class = NotebookSerializer
+
+    def get_queryset(self) -> QuerySet[Notebook]:
+        user = api_user(self.request)
+        notebooks = notebooks_visible_to(user)
+        state = choice_param(self.request, "state", NotebookState.values)
+        if state:
+            notebooks = notebooks.filter(state=state)
+        if self.request.query_params.get("tenant"):
+            notebooks = notebooks.filter(tenant__slug=self.request.query_params["tenant"])
+        if self.request.query_params.get("mine") == "true":
+            notebooks = notebooks.filter(owner=user)
+        return notebooks
+
+    @extend_schema(parameters=NOTEBOOK_FILTERS)
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(request=NotebookLaunchSerializer, responses={201: NotebookDetailSerializer})
+    @idempotent_post
+    def post(self, request: Request) -> Response:
+        user = api_user(request)
+        serializer = NotebookLaunchSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data: dict[str, Any] = dict(serializer.validated_data)
+        notebook = services.notebook_launch(
+            actor=user, allocation_id=data.pop("allocation", None), **data
+        )
+        body = NotebookDetailSerializer(notebook_for(user, notebook.pk), context={"user": user})
+        return Response(body.data, status=status.HTTP_201_CREATED)
+
+
+def _keep_workspace(request: Request) -> bool:
+    value = request.query_params.get("keep_workspace", "true").lower()
+    if value not in ("true", "false"):
+        raise ValidationFailed.on("keep_workspace", "Write true or false.")
+    return value == "true"
+
+
+class NotebookDetail(GenericAPIView[Notebook]):
+    """One notebook: state, URL, warnings. DELETE removes it, keeping the workspace unless
+    `?keep_workspace=false`."""
+
+    serializer_class = NotebookDetailSerializer
+
+    def _body(self, request: Request, notebook: Notebook) -> Any:
+        return self.get_serializer(notebook, context={"user": api_user(request)}).data
+
+    def get(self, request: Request, pk: int) -> Response:
+        notebook = notebook_for(api_user(request), pk)
+        services.notebook_observe_request(notebook=notebook)
+        return Response(self._body(request, notebook))
+
+    @extend_schema(
+        parameters=[OpenApiParameter("keep_workspace", OpenApiTypes.BOOL, default=True)],
+        responses={202: NotebookDetailSerializer},
+    )
+    def delete(self, request: Request, pk: int) -> Response:
+        user = api_user(request)
+        keep = _keep_workspace(request)
+        services.notebook_delete(actor=user, notebook=notebook_for(user, pk), keep_workspace=keep)
+        return Response(
+            self._body(request, notebook_for(user, pk)), status=status.HTTP_202_ACCEPTED
+        )
+
+
+class NotebookAction(GenericAPIView[Notebook]):
+    """start, stop or snooze (culling) one notebook; 409 when its state does not allow it."""
+
+    serializer_class = NotebookDetailSerializer
+    action_name = "stop"
+
+    @extend_schema(request=None, responses=NotebookDetailSerializer)
+    @idempotent_post
+    def post(self, request: Request, pk: int) -> Response:
+        user = api_user(request)
+        notebook = notebook_for(user, pk)
+        if self.action_name == "start":
+            services.notebook_start(actor=user, notebook=notebook)
+        elif self.action_name == "stop":
+            services.notebook_stop(actor=user, notebook=notebook)
+        else:
+            services.notebook_snooze(actor=user, notebook=notebook)
+        body = self.get_serializer(notebook_for(user, pk), context={"user": user})
+        return Response(body.data)

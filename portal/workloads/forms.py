@@ -1,0 +1,63 @@
+from django import forms
+from django.conf import settings
+from django.db.models import QuerySet
+
+from portal.allocations.forms import GpuRequestForm
+from portal.allocations.models import GpuRequest
+from portal.catalog.gpu_eq import gpu_eq_display
+from portal.catalog.models import NotebookImage
+
+
+class LaunchForm(GpuRequestForm):
+    """Run on one of my allocations, or request GPUs and launch as soon as they are approved.
+
+    The request fields (tenant, offering, count, duration, justification) are used only when
+    no allocation is picked; the services check everything and name the field at fault.
+    """
+
+    allocation = forms.ChoiceField(
+        required=False,
+        label="Run on",
+        help_text="One of your allocations, or new GPUs requested with this launch.",
+    )
+    image = forms.ChoiceField(help_text="Images admins keep for notebooks.")
+    name = forms.CharField(
+        required=False, max_length=40, help_text="Lowercase letters, digits and hyphens."
+    )
+    cpu_cores = forms.CharField(label="CPU cores", initial="4")
+    memory_gib = forms.IntegerField(label="Memory (GiB)", initial=16, min_value=1)
+    workspace_gib = forms.IntegerField(
+        label="Workspace (GiB)", initial=20, min_value=1, help_text="Kept when the notebook stops."
+    )
+    field_order = ["allocation", "tenant", "offering", "count", "duration_hours", "justification"]
+
+    def __init__(
+        self,
+        *args: object,
+        allocations: QuerySet[GpuRequest],
+        images: QuerySet[NotebookImage],
+        **kwargs: object,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        del self.fields["purpose"]
+        for name in ("tenant", "offering", "count"):
+            self.fields[name].required = False
+        mine = [
+            (
+                str(allocation.pk),
+                (
+                    f"#{allocation.pk} · {allocation.count} x {allocation.offering.name} "
+                    f"({gpu_eq_display(allocation.gpu_eq)} GPU-eq) in {allocation.tenant.slug}, "
+                    f"{allocation.state}"
+                ),
+            )
+            for allocation in allocations
+        ]
+        new = ("", "New GPUs: request them with this launch")
+        self.fields["allocation"].choices = [new, *mine]  # type: ignore[attr-defined]
+        self.fields["image"].choices = [  # type: ignore[attr-defined]
+            (image.slug, f"{image.name} ({', '.join(image.vendors) or 'any GPU'})")
+            for image in images
+        ]
+        limit = settings.PORTAL_NOTEBOOK_MAX_CPU
+        self.fields["cpu_cores"].help_text = f"Up to {limit}, within the tenant's CPU quota."

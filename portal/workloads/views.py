@@ -1,0 +1,185 @@
+"""Notebook pages: My notebooks, the launch form with its live preview, a notebook's page with
+its live state and events, and the actions. Writes go through workloads.services."""
+
+from contextlib import suppress
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from portal.allocations.views import (
+    offerings_requestable,
+    request_preview_context,
+    tenants_requestable,
+)
+from portal.core.errors import ApplicationError, NotFound, ValidationFailed
+from portal.core.http import AuthenticatedHttpRequest
+from portal.core.pages import POLL_DONE, form_add_error
+from portal.workloads import services
+from portal.workloads.forms import LaunchForm
+from portal.workloads.models import MOVING_STATES, NotebookState
+from portal.workloads.selectors import (
+    allocation_for_launch,
+    images_for_launch,
+    launchable_allocations,
+    notebook_for,
+    notebooks_visible_to,
+)
+
+PER_PAGE = 25
+
+
+@login_required
+def notebooks(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """My notebooks (and, for leads and admins, their tenants'); polls while any is moving."""
+    visible = notebooks_visible_to(request.user)
+    state = request.GET.get("state", "")
+    if state in NotebookState.values:
+        visible = visible.filter(state=state)
+    else:
+        visible = visible.exclude(state=NotebookState.DELETED)
+    page = Paginator(visible, PER_PAGE).get_page(request.GET.get("page"))
+    moving = any(notebook.state in MOVING_STATES for notebook in page)
+    context = {
+        "page": page,
+        "moving": moving,
+        "state": state,
+        "states": NotebookState.choices,
+        "now": timezone.now(),
+    }
+    if request.htmx:
+        response = render(request, "workloads/notebooks.html#notebooks-table", context)
+        if not moving:
+            response.status_code = POLL_DONE
+        return response
+    return render(request, "workloads/notebooks.html", context)
+
+
+def _launch_form(request: AuthenticatedHttpRequest) -> LaunchForm:
+    return LaunchForm(
+        request.POST if request.method == "POST" else None,
+        initial={"allocation": request.GET.get("allocation", "")},
+        tenants=tenants_requestable(request),
+        offerings=offerings_requestable(),
+        allocations=launchable_allocations(request.user),
+        images=images_for_launch(),
+    )
+
+
+@login_required
+def notebook_new(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Launch a notebook on an allocation, or request GPUs and launch in one go."""
+    if not request.user.is_portal_admin and not tenants_requestable(request).exists():
+        raise Http404  # finance and people in no tenant launch nothing
+    form = _launch_form(request)
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                notebook = services.notebook_launch(
+                    actor=request.user,
+                    allocation_id=int(data["allocation"]) if data["allocation"] else None,
+                    tenant=data["tenant"].slug if data["tenant"] else "",
+                    offering=data["offering"].slug if data["offering"] else "",
+                    count=data["count"] or 1,
+                    duration_hours=data["duration_hours"],
+                    justification=data["justification"],
+                    image=data["image"],
+                    name=data["name"],
+                    cpu_cores=data["cpu_cores"],
+                    memory_gib=data["memory_gib"],
+                    workspace_gib=data["workspace_gib"],
+                )
+            except NotFound:
+                form.add_error("allocation", "There is no such allocation of yours.")
+                status = 404
+            except ApplicationError as error:
+                form_add_error(form, error)
+                status = error.status
+            else:
+                messages.success(request, f"Notebook {notebook.name} is launching.")
+                return redirect("workloads:detail", pk=notebook.pk)
+    return render(request, "workloads/launch.html", {"form": form}, status=status)
+
+
+@login_required
+def notebook_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The launch form's live preview: the chosen allocation, or what a new request would do."""
+    context: dict[str, Any] = {"allocation": None}
+    chosen = request.GET.get("allocation", "")
+    if chosen.isdigit():
+        with suppress(NotFound):  # another user's: no preview, as if it did not exist
+            context["allocation"] = allocation_for_launch(request.user, int(chosen))
+    else:
+        context |= request_preview_context(request)
+    return render(request, "workloads/launch.html#preview", context)
+
+
+@login_required
+def notebook_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """One notebook; while it is moving, htmx polls its state (asking for a fresh read of its
+    pod at most every few seconds) and stops with 286 once it settles."""
+    notebook = notebook_for(request.user, pk)
+    context = {
+        "notebook": notebook,
+        "is_owner": notebook.owner_id == request.user.pk,
+        "runs": notebook.provisioning_runs.order_by("-created_at")[:5],
+    }
+    if request.htmx:
+        services.notebook_observe_request(notebook=notebook)
+        response = render(request, "workloads/detail.html#state", context)
+        if not notebook.moving:
+            response.status_code = POLL_DONE
+        return response
+    return render(request, "workloads/detail.html", context)
+
+
+@login_required
+@require_POST
+def notebook_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
+    """start, stop or snooze, then back to the notebook's page (or where the form said)."""
+    notebook = notebook_for(request.user, pk)
+    if action == "start":
+        services.notebook_start(actor=request.user, notebook=notebook)
+        messages.success(request, f"Notebook {notebook.name} is starting.")
+    elif action == "stop":
+        services.notebook_stop(actor=request.user, notebook=notebook)
+        messages.success(request, f"Notebook {notebook.name} is stopping; its workspace stays.")
+    elif action == "snooze":
+        services.notebook_snooze(actor=request.user, notebook=notebook)
+        messages.success(request, f"Notebook {notebook.name} will not be stopped as idle for now.")
+    else:
+        raise NotFound(f"There is no action {action!r}.")
+    back = request.POST.get("next", "")
+    if back == "list":
+        return redirect("workloads:list")
+    return redirect("workloads:detail", pk=notebook.pk)
+
+
+@login_required
+def notebook_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """Asks whether to keep the workspace, then deletes."""
+    notebook = notebook_for(request.user, pk)
+    context = {"notebook": notebook, "cancel_url": reverse("workloads:detail", args=[pk])}
+    if request.method != "POST":
+        return render(request, "workloads/delete_confirm.html", context)
+    keep = request.POST.get("keep_workspace", "")
+    if keep not in ("yes", "no"):
+        context["error"] = ValidationFailed.on(
+            "keep_workspace", "Say whether to keep the workspace."
+        ).message
+        return render(request, "workloads/delete_confirm.html", context, status=400)
+    services.notebook_delete(actor=request.user, notebook=notebook, keep_workspace=keep == "yes")
+    kept = "kept" if keep == "yes" else "deleted"
+    messages.success(
+        request, f"Notebook {notebook.name} is being deleted; its workspace is {kept}."
+    )
+    return redirect("workloads:list")
