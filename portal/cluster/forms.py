@@ -29,7 +29,19 @@ class ClusterForm(forms.Form):
     )
     pods_per_namespace = forms.IntegerField(min_value=0, initial=50)
     volumes_per_namespace = forms.IntegerField(min_value=0, initial=20)
+    notebook_host_pattern = forms.CharField(
+        required=False,
+        help_text="Publish notebooks on an Ingress at this host, e.g. {name}.{tenant}.gpu.example."
+        "org; empty: no Ingress (reach them by port-forward)",
+    )
+    notebook_ingress_class = forms.CharField(required=False, help_text="Empty: the default class")
+    notebook_url_scheme = forms.ChoiceField(
+        choices=[("https", "https"), ("http", "http")], required=False, initial="https"
+    )
     enabled = forms.BooleanField(required=False, initial=True)
+
+    def clean_notebook_url_scheme(self) -> str:
+        return str(self.cleaned_data["notebook_url_scheme"] or "https")
 
     def clean_ingress_namespace_labels(self) -> object:
         return self.cleaned_data["ingress_namespace_labels"] or {}

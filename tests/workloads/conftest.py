@@ -8,6 +8,8 @@ from portal.accounts.models import User
 from portal.allocations.models import GpuRequest
 from portal.allocations.services import gpu_request_submit
 from portal.catalog.models import Offering
+from portal.cluster.models import Cluster
+from portal.cluster.services import cluster_create
 from portal.workloads.models import Notebook
 from portal.workloads.services import notebook_launch
 from tenants.models import Tenant
@@ -36,3 +38,11 @@ def launch(user: User, allocation: GpuRequest, **overrides: Any) -> Notebook:
         "workspace_gib": 10,
     }
     return notebook_launch(**(values | overrides))
+
+
+@pytest.fixture
+def dry_cluster(db: None) -> Cluster:
+    """A dry-run cluster publishing notebooks on a host: runs render, notebooks 'run'."""
+    return cluster_create(
+        actor=None, name="demo", notebook_host_pattern="{name}.{tenant}.nb.example.org"
+    )

@@ -23,6 +23,9 @@ CLUSTER_FIELDS = (
     "identity_prefix",
     "pods_per_namespace",
     "volumes_per_namespace",
+    "notebook_host_pattern",
+    "notebook_ingress_class",
+    "notebook_url_scheme",
     "enabled",
 )
 
