@@ -73,7 +73,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         cluster = Cluster.objects.filter(name=DEMO_CLUSTER).first() or cluster_create(
-            actor=None, name=DEMO_CLUSTER, mode=ClusterMode.DRY_RUN
+            actor=None,
+            name=DEMO_CLUSTER,
+            mode=ClusterMode.DRY_RUN,
+            notebook_host_pattern="{name}.{tenant}.notebooks.localhost",
         )
         tenants = {tenant.slug: tenant for tenant in Tenant.objects.all()}
         for slug, name, cost_centre in TENANTS:
