@@ -152,6 +152,9 @@ def tenant_change_state(*, actor: User, tenant: Tenant, action: str, comment: st
         changes={"state": [before, target]},
         comment=comment,
     )
+    from portal.workloads.services import notebooks_follow_tenant  # noqa: PLC0415  (cycle)
+
+    notebooks_follow_tenant(tenant=tenant, actor=actor)
     provisioning_request(tenant=tenant, reason=f"tenant {target}", actor=actor)
     return tenant
 

@@ -399,6 +399,30 @@ def notebooks_follow_allocation(*, allocation: GpuRequest, before: str, actor: U
             )
 
 
+def notebooks_follow_tenant(*, tenant: Tenant, actor: User | None) -> None:
+    """A tenant changed state (inside its transaction): suspended, its notebooks stop (their
+    workspaces stay); archived, they are gone with its namespaces."""
+    if tenant.state == TenantState.ACTIVE:
+        return
+    notebooks = (
+        Notebook.objects.select_for_update()
+        .filter(tenant=tenant)
+        .exclude(desired=Desired.DELETED)
+        .select_related("tenant", "cluster")
+    )
+    for notebook in notebooks:
+        if tenant.state == TenantState.SUSPENDED:
+            if notebook.desired == Desired.RUNNING:
+                _stop(notebook, actor=actor, reason=f"Stopped because {tenant.slug} is suspended.")
+            continue
+        before = notebook.state
+        notebook.desired, notebook.state = Desired.DELETED, NotebookState.DELETED
+        notebook.running_since, notebook.url = None, ""
+        notebook.reason = f"Deleted with the namespaces of {tenant.slug}, which was archived."
+        notebook.save()
+        _audit(notebook, actor=actor, action="delete", before=before, comment=notebook.reason)
+
+
 def notebook_run_finished(run: ProvisioningRun) -> None:
     """A notebook run ended (inside the transaction that records it): move the notebook on."""
     if run.notebook_id is None or run.state not in (RunState.SUCCEEDED, RunState.FAILED):

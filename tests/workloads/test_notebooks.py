@@ -324,3 +324,24 @@ def test_without_a_cluster_for_the_offering_the_launch_is_refused(gpu_tenant, de
     with pytest.raises(ValidationFailed, match="No enabled cluster runs") as refused:
         launch(developer, allocation)
     assert "offering" in refused.value.fields
+
+
+def test_suspending_the_tenant_stops_its_notebooks_and_archiving_deletes_them(
+    live_cluster, kube_api, gpu_tenant, developer, admin_user, catalog
+):
+    from tenants.services import tenant_change_state  # noqa: PLC0415
+
+    notebook = launch(developer, allocation_of(developer, gpu_tenant, catalog["a100-80gb-whole"]))
+    run_queued(gpu_tenant)
+    tenant_change_state(actor=admin_user, tenant=gpu_tenant, action="suspend")
+    notebook = refreshed(notebook)
+    assert (notebook.desired, notebook.state) == (Desired.STOPPED, NotebookState.STOPPING)
+    assert "suspended" in notebook.reason
+    run_queued(gpu_tenant)
+    assert statefulset_of(kube_api, notebook)["spec"]["replicas"] == 0
+    with pytest.raises(InvalidTransition, match="suspended"):
+        notebook_start(actor=developer, notebook=notebook)
+    tenant_change_state(actor=admin_user, tenant=gpu_tenant, action="archive")
+    assert refreshed(notebook).state == NotebookState.DELETED
+    run_queued(gpu_tenant)
+    assert kube_api.get_object("v1", "Namespace", "t-vision") is None
