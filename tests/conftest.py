@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -195,13 +196,17 @@ def wait_until(check: Callable[[], Any], *, timeout: float = 20.0, what: str = "
 
 @dataclass
 class DcgmExporter:
-    """Gauges with the DCGM exporter's metric names and labels (Kubernetes pod mapping on)."""
+    """Gauges with the DCGM exporter's metric names and labels (Kubernetes pod mapping on), and
+    Jupyter's last-activity gauge as Prometheus sees it once its Kubernetes service discovery
+    has attached the notebook pod's namespace and name."""
 
     gpu_util: Gauge
     fb_used: Gauge
     engine_active: Gauge
+    last_activity: Gauge
 
     LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "namespace", "pod", "container")
+    JUPYTER_LABELS = ("namespace", "pod")
 
     def set_gpu(
         self,
@@ -229,6 +234,11 @@ class DcgmExporter:
         self.fb_used.labels(**labels).set(fb_used_mib)
         self.engine_active.labels(**labels).set(util_percent / 100)
 
+    def set_kernel_activity(self, *, pod: str, namespace: str, at: datetime) -> None:
+        """The notebook server in `pod` last saw activity (a kernel, a terminal, an API call)
+        at `at`: Jupyter's `jupyter_server_last_activity_timestamp_seconds`."""
+        self.last_activity.labels(namespace=namespace, pod=pod).set(at.timestamp())
+
 
 @pytest.fixture(scope="session")
 def dcgm_exporter() -> DcgmExporter:
@@ -242,6 +252,12 @@ def dcgm_exporter() -> DcgmExporter:
         gpu_util=gauge("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)."),
         fb_used=gauge("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."),
         engine_active=gauge("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the engine is active."),
+        last_activity=Gauge(
+            "jupyter_server_last_activity_timestamp_seconds",
+            "Timestamp of last seen activity on this Jupyter Server",
+            DcgmExporter.JUPYTER_LABELS,
+            registry=registry,
+        ),
     )
     start_http_server(
         int(os.environ["TEST_DCGM_EXPORTER_PORT"]), addr="127.0.0.1", registry=registry

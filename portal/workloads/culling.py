@@ -27,14 +27,18 @@ from portal.workloads.models import Desired, Notebook, NotebookState
 logger = logging.getLogger(__name__)
 
 POD_PATTERN = "nb-[0-9]+-0"
-GPU_QUERY = (
-    "max by (namespace, pod) (max_over_time("
-    f'DCGM_FI_DEV_GPU_UTIL{{pod=~"{POD_PATTERN}"}}[{{window}}s]))'
-)
 KERNEL_QUERY = (
     "max by (namespace, pod) "
     f'(jupyter_server_last_activity_timestamp_seconds{{pod=~"{POD_PATTERN}"}})'
 )
+
+
+def gpu_query(window_seconds: int) -> str:
+    """Each notebook pod's highest GPU utilisation over the last `window_seconds`."""
+    return (
+        "max by (namespace, pod) (max_over_time("
+        f'DCGM_FI_DEV_GPU_UTIL{{pod=~"{POD_PATTERN}"}}[{window_seconds}s]))'
+    )
 
 
 class Verdict(Enum):
@@ -76,7 +80,9 @@ def cull_decision(  # noqa: PLR0911 - one verdict per branch reads best
         threshold_percent
     )
     if gpu_busy:
-        return CullDecision(Verdict.BUSY, None)
+        # Busy within the last period: whatever comes next is idle from now at the earliest,
+        # not from when the notebook started.
+        return CullDecision(Verdict.BUSY, now)
     starts = [notebook.idle_since or notebook.running_since or now]
     starts += [
         moment for moment in (activity.last_kernel_activity, notebook.snoozed_until) if moment
@@ -99,6 +105,8 @@ def cull_decision(  # noqa: PLR0911 - one verdict per branch reads best
 def _by_pod(samples: list[Sample], *, at_time: bool = False) -> dict[tuple[str, str], object]:
     found: dict[tuple[str, str], object] = {}
     for sample in samples:
+        if not sample.value.is_finite():
+            continue  # NaN or Inf: no evidence either way
         key = (sample.labels.get("namespace", ""), sample.labels.get("pod", ""))
         found[key] = (
             datetime.fromtimestamp(float(sample.value), tz=UTC) if at_time else sample.value
@@ -110,7 +118,7 @@ def notebook_activity(notebooks: list[Notebook]) -> dict[int, Activity]:
     """Each notebook's GPU and kernel activity: two queries. Raises PrometheusError."""
     gateway = prometheus_gateway()
     window = settings.PORTAL_CULL_SECONDS + 60
-    gpu = _by_pod(gateway.query(GPU_QUERY.format(window=window)))
+    gpu = _by_pod(gateway.query(gpu_query(window)))
     kernel = _by_pod(gateway.query(KERNEL_QUERY), at_time=True)
     activity = {}
     for notebook in notebooks:
@@ -130,7 +138,7 @@ def notebook_activity(notebooks: list[Notebook]) -> dict[int, Activity]:
 def notebooks_cull(*, now: datetime | None = None) -> dict[str, int]:
     """One culling period over every running notebook whose tenant culls. Returns counts per
     verdict. Prometheus unreachable: nothing is decided (PrometheusError is raised)."""
-    from portal.workloads.services import notebook_cull_notice, notebook_stop  # noqa: PLC0415
+    from portal.workloads.services import notebook_cull, notebook_cull_notice  # noqa: PLC0415
 
     moment = now or timezone.now()
     candidates = list(
@@ -156,14 +164,17 @@ def notebooks_cull(*, now: datetime | None = None) -> dict[str, int]:
         counts[decision.verdict.value] += 1
         if decision.verdict == Verdict.STOP:
             idle = int((moment - (decision.idle_since or moment)).total_seconds() // 60)
-            notebook_stop(
-                actor=None,
+            notebook_cull(
                 notebook=notebook,
+                noticed_at=notebook.cull_notice_at,
                 reason=f"Stopped after {idle} minutes idle (workspace kept).",
             )
         elif decision.verdict == Verdict.NOTICE:
             notebook_cull_notice(
-                notebook=notebook, idle_since=decision.idle_since, cull_at=decision.cull_at
+                notebook=notebook,
+                idle_since=decision.idle_since,
+                cull_at=decision.cull_at,
+                now=moment,
             )
         elif decision.verdict != Verdict.NO_DATA:
             _remember(notebook, decision)

@@ -29,7 +29,7 @@ from portal.core.errors import Conflict, InvalidTransition, ValidationFailed
 from portal.core.validators import slug_validator
 from portal.workloads import selectors
 from portal.workloads.models import MOVING_STATES, Desired, Notebook, NotebookState
-from portal.workloads.status import notebook_observed
+from portal.workloads.status import Observed, notebook_observed
 from portal.workloads.sync import notebook_pods, notebook_warnings, warnings_about
 from tenants.access import Access, tenant_for
 from tenants.models import Tenant, TenantState
@@ -434,7 +434,7 @@ def notebook_run_finished(run: ProvisioningRun) -> None:
         if notebook.state == NotebookState.DELETED:
             return
         notebook.state = NotebookState.FAILED
-        notebook.reason = f"Provisioning failed: {run.error}"
+        notebook.reason = f"{PROVISIONING_FAILED}{run.error}"
     elif notebook.desired == Desired.DELETED:
         notebook.state, notebook.url = NotebookState.DELETED, ""
     elif notebook.desired == Desired.STOPPED:
@@ -478,7 +478,21 @@ def notebook_observe_request(*, notebook: Notebook, force: bool = False) -> bool
     return True
 
 
-OBSERVED_STATES = (NotebookState.PENDING, NotebookState.RUNNING, NotebookState.STOPPING)
+OBSERVED_STATES = (
+    NotebookState.PENDING,
+    NotebookState.RUNNING,
+    NotebookState.STOPPING,
+    NotebookState.FAILED,  # a crashing pod may recover; a failed run is left for a retry
+)
+PROVISIONING_FAILED = "Provisioning failed: "
+
+
+def _observable(notebook: Notebook) -> bool:
+    if notebook.state != NotebookState.FAILED:
+        return notebook.state in OBSERVED_STATES
+    return notebook.desired == Desired.RUNNING and not notebook.reason.startswith(
+        PROVISIONING_FAILED
+    )
 
 
 def notebooks_observe(*, cluster: Cluster, notebook_ids: list[int] | None = None) -> int:
@@ -492,7 +506,7 @@ def notebooks_observe(*, cluster: Cluster, notebook_ids: list[int] | None = None
     )
     if notebook_ids is not None:
         watched = watched.filter(pk__in=notebook_ids)
-    notebooks = list(watched)
+    notebooks = [notebook for notebook in watched if _observable(notebook)]
     if not notebooks:
         return 0
     gateway = KubernetesGateway(cluster)
@@ -515,17 +529,24 @@ def notebooks_observe(*, cluster: Cluster, notebook_ids: list[int] | None = None
             pod=pods.get((namespace, notebook.kubernetes_name)),
             events=warnings_about(warnings.get(namespace, []), notebook.kubernetes_name),
         )
-        changed += _record_observation(notebook.pk, observed=observed, now=now)
+        changed += _record_observation(
+            notebook.pk, observed=observed, now=now, desired_seen=notebook.desired
+        )
     return changed
 
 
 @transaction.atomic
-def _record_observation(notebook_id: int, *, observed: Any, now: datetime) -> int:
+def _record_observation(
+    notebook_id: int, *, observed: Observed, now: datetime, desired_seen: str
+) -> int:
     notebook = Notebook.objects.select_for_update().select_related("tenant").get(pk=notebook_id)
-    if notebook.state not in OBSERVED_STATES:
+    if notebook.desired != desired_seen or not _observable(notebook):
         return 0  # acted on since the read: the action's run will settle it
     if notebook.desired == Desired.RUNNING and observed.state == NotebookState.STOPPED:
         return 0
+    if notebook.desired == Desired.STOPPED:
+        # Stopping: the reason says why it was stopped (by whom, idle, allocation ended).
+        observed = Observed(observed.state, notebook.reason, observed.events)
     before = notebook.state
     notebook.observed_at = now
     if notebook.state == observed.state and notebook.reason == observed.reason:
@@ -563,8 +584,28 @@ def notebooks_observe_all() -> dict[str, int | str]:
 
 
 @transaction.atomic
+def notebook_cull(*, notebook: Notebook, noticed_at: datetime | None, reason: str) -> bool:
+    """Stop an idle notebook, unless the owner acted since the decision (stopped, snoozed or
+    used it: the notice is gone). Returns whether it was stopped."""
+    locked = _lock(notebook)
+    still_idle = (
+        locked.desired == Desired.RUNNING
+        and locked.state == NotebookState.RUNNING
+        and locked.cull_notice_at is not None
+        and locked.cull_notice_at == noticed_at
+    )
+    if still_idle:
+        _stop(locked, actor=None, reason=reason, action="cull")
+    return still_idle
+
+
+@transaction.atomic
 def notebook_cull_notice(
-    *, notebook: Notebook, idle_since: datetime | None, cull_at: datetime | None
+    *,
+    notebook: Notebook,
+    idle_since: datetime | None,
+    cull_at: datetime | None,
+    now: datetime | None = None,
 ) -> Notebook:
     """Tell the owner their idle notebook stops at `cull_at` unless they snooze or use it."""
     from portal.workloads.tasks import send_cull_notice  # noqa: PLC0415  (cycle)
@@ -572,8 +613,10 @@ def notebook_cull_notice(
     locked = _lock(notebook)
     if locked.state != NotebookState.RUNNING or locked.cull_notice_at is not None:
         return locked
+    if locked.snoozed_until is not None and locked.snoozed_until > (now or timezone.now()):
+        return locked  # snoozed since the decision
     locked.idle_since, locked.cull_at = idle_since, cull_at
-    locked.cull_notice_at = timezone.now()
+    locked.cull_notice_at = now or timezone.now()
     locked.save()
     audit_record(
         actor=None,

@@ -23,15 +23,25 @@ class Observed:
 
 
 def event_summary(event: dict[str, Any]) -> dict[str, Any]:
-    """The part of a core/v1 Event worth keeping and showing."""
+    """The part of a core/v1 Event worth keeping and showing.
+
+    Events recorded through events.k8s.io (the scheduler's) count their repeats in `series`
+    and have no `count` or `lastTimestamp`; the others the other way round.
+    """
     involved = event.get("involvedObject") or {}
+    series = event.get("series") or {}
     return {
         "type": event.get("type", ""),
         "reason": event.get("reason", ""),
         "object": f"{involved.get('kind', '')}/{involved.get('name', '')}",
         "message": event.get("message", ""),
-        "count": event.get("count") or 1,
-        "at": event.get("lastTimestamp") or event.get("eventTime") or "",
+        "count": event.get("count") or series.get("count") or 1,
+        "at": (
+            series.get("lastObservedTime")
+            or event.get("lastTimestamp")
+            or event.get("eventTime")
+            or ""
+        ),
     }
 
 
