@@ -313,6 +313,8 @@ SPECTACULAR_SETTINGS = {
         "MemberRoleEnum": "tenants.models.MemberRole",
         "RequestStateEnum": "portal.allocations.models.RequestState",
         "RunStateEnum": "portal.cluster.models.RunState",
+        "NotebookStateEnum": "portal.workloads.models.NotebookState",
+        "NotebookDesiredEnum": "portal.workloads.models.Desired",
     },
 }
 

@@ -228,10 +228,12 @@ def _transition(
         changes={"state": [before, to], **(extra or {})},
         comment=comment,
     )
-    # Notebooks follow their allocation: started once approved, stopped before quota goes.
     from portal.workloads.services import notebooks_follow_allocation  # noqa: PLC0415  (cycle)
 
-    notebooks_follow_allocation(allocation=gpu_request, before=before, actor=actor)
+    # Notebooks follow their allocation: stopped before its quota goes, started after the
+    # quota is there (a notebook run waits for the runs queued before it).
+    if to not in HOLDING_STATES:
+        notebooks_follow_allocation(allocation=gpu_request, before=before, actor=actor)
     # The namespace's quota follows the allocations that hold quota.
     if (before in HOLDING_STATES) != (to in HOLDING_STATES):
         _provision(
@@ -239,6 +241,8 @@ def _transition(
             actor=actor,
             reason="allocation starts" if to in HOLDING_STATES else "allocation ends",
         )
+    if to in HOLDING_STATES:
+        notebooks_follow_allocation(allocation=gpu_request, before=before, actor=actor)
     return gpu_request
 
 

@@ -74,7 +74,9 @@ def cull_decision(  # noqa: PLR0911 - one verdict per branch reads best
     threshold_percent: int,
 ) -> CullDecision:
     """Whether to leave, warn about or stop one running notebook, and since when it is idle."""
-    if activity.gpu_util_max is None and activity.last_kernel_activity is None:
+    if activity.gpu_util_max is None:
+        # Without the GPU's own numbers (no DCGM series for this pod, as with some shared
+        # GPUs), a quiet kernel proves nothing: a job may run from a terminal.
         return CullDecision(Verdict.NO_DATA, notebook.idle_since, notebook.cull_at)
     gpu_busy = activity.gpu_util_max is not None and activity.gpu_util_max >= Decimal(
         threshold_percent

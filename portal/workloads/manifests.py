@@ -51,7 +51,9 @@ class NotebookSpec:
     annotations: Mapping[str, str] = field(default_factory=dict)
     node_selector: Mapping[str, str] = field(default_factory=dict)
     running: bool = True
-    token: str = ""  # Jupyter's token, in a Secret the tenant's developers cannot read
+    # Jupyter's token, in a Secret: the tenant's developers (`view`) cannot read it; its leads
+    # (who manage the namespace's workloads) can.
+    token: str = ""
     host: str = ""  # empty: no Ingress, reached through the portal's proxy
     ingress_class: str = ""
     base_url: str = "/"
@@ -140,7 +142,6 @@ def _container(spec: NotebookSpec) -> dict[str, Any]:
         "args": [
             "start-notebook.py",
             f"--ServerApp.base_url={spec.base_url}",
-            "--ServerApp.allow_origin=*",
             # Prometheus reads kernel activity (for culling) from /metrics without a token.
             "--ServerApp.authenticate_prometheus=False",
         ],

@@ -89,7 +89,7 @@ class Notebook(models.Model):
             # One notebook per allocation: a retried launch cannot hold the GPU twice.
             models.UniqueConstraint(
                 fields=["allocation"],
-                condition=~models.Q(desired="deleted"),
+                condition=~models.Q(state="deleted"),
                 name="notebook_one_per_allocation",
             )
         ]

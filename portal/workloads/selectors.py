@@ -15,8 +15,8 @@ from portal.catalog.models import GpuPool, NotebookImage, Offering
 from portal.cluster.models import Cluster
 from portal.core.errors import NotFound, ValidationFailed
 from portal.workloads.manifests import NotebookSpec, notebook_host
-from portal.workloads.models import Desired, Notebook
-from tenants.models import TenantState
+from portal.workloads.models import Desired, Notebook, NotebookState
+from tenants.models import Tenant, TenantState
 from tenants.selectors import tenants_led_by
 
 
@@ -26,11 +26,17 @@ def _notebooks() -> QuerySet[Notebook]:
     )
 
 
+def _member_tenants(user: User) -> QuerySet[Tenant]:
+    return Tenant.objects.filter(memberships__user=user)
+
+
 def notebooks_visible_to(user: User) -> QuerySet[Notebook]:
-    """Admins: every notebook. Others: their own and their led tenants' notebooks."""
+    """Admins: every notebook. Others: their own in tenants they are still members of, and
+    their led tenants' notebooks."""
     if user.is_portal_admin:
         return _notebooks()
-    return _notebooks().filter(Q(owner=user) | Q(tenant__in=tenants_led_by(user)))
+    own = Q(owner=user, tenant__in=_member_tenants(user))
+    return _notebooks().filter(own | Q(tenant__in=tenants_led_by(user)))
 
 
 def notebook_for(user: User, pk: int) -> Notebook:
@@ -43,9 +49,12 @@ def notebook_for(user: User, pk: int) -> Notebook:
 def launchable_allocations(user: User) -> QuerySet[GpuRequest]:
     """The user's own allocations a notebook may start on: approved or active (or pending: it
     starts once approved), in active tenants, without a notebook yet."""
-    taken = Notebook.objects.exclude(desired=Desired.DELETED).values("allocation")
+    taken = Notebook.objects.exclude(state=NotebookState.DELETED).values("allocation")
+    mine = GpuRequest.objects.all()
+    if not user.is_portal_admin:
+        mine = mine.filter(tenant__in=_member_tenants(user))
     return (
-        GpuRequest.objects.filter(
+        mine.filter(
             requester=user,
             state__in=(*HOLDING_STATES, RequestState.PENDING),
             tenant__state=TenantState.ACTIVE,
@@ -57,12 +66,14 @@ def launchable_allocations(user: User) -> QuerySet[GpuRequest]:
 
 
 def allocation_for_launch(user: User, pk: int) -> GpuRequest:
-    """One of the user's own requests; another user's or tenant's is NotFound (404)."""
-    allocation = (
-        GpuRequest.objects.filter(requester=user, pk=pk)
-        .select_related("tenant", "offering__gpu_model", "offering__backend")
-        .first()
-    )
+    """One of the user's own requests, in a tenant they are a member of; another user's or
+    tenant's is NotFound (404)."""
+    allocations = GpuRequest.objects.filter(requester=user, pk=pk)
+    if not user.is_portal_admin:
+        allocations = allocations.filter(tenant__in=_member_tenants(user))
+    allocation = allocations.select_related(
+        "tenant", "offering__gpu_model", "offering__backend"
+    ).first()
     if allocation is None:
         raise NotFound(f"There is no allocation {pk}.")
     return allocation

@@ -22,13 +22,19 @@ from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.catalog.models import Offering
 from portal.cluster.gateway import ClusterError, KubernetesGateway
-from portal.cluster.models import Cluster, ProvisioningRun, RunKind, RunState
+from portal.cluster.models import (
+    UNFINISHED_RUN_STATES,
+    Cluster,
+    ProvisioningRun,
+    RunKind,
+    RunState,
+)
 from portal.cluster.services.runs import provisioning_run_queue
 from portal.core.audit import audit_record
-from portal.core.errors import Conflict, InvalidTransition, ValidationFailed
+from portal.core.errors import Conflict, InvalidTransition, QuotaExceeded, ValidationFailed
 from portal.core.validators import slug_validator
 from portal.workloads import selectors
-from portal.workloads.models import MOVING_STATES, Desired, Notebook, NotebookState
+from portal.workloads.models import Desired, Notebook, NotebookState
 from portal.workloads.status import Observed, notebook_observed
 from portal.workloads.sync import notebook_pods, notebook_warnings, warnings_about
 from tenants.access import Access, tenant_for
@@ -177,11 +183,18 @@ def notebook_launch(
             justification=justification,
         )
         if allocation.state == RequestState.REJECTED:
-            raise Conflict(allocation.decision_comment)
+            # Refused like any bad input: nothing is written, the numbers say why.
+            raise QuotaExceeded(
+                allocation.decision_comment, fields={"count": [allocation.decision_comment]}
+            )
+    # Lock the allocation, then check it: an expiry or a second launch waits, then sees ours.
+    allocation = (
+        GpuRequest.objects.select_for_update(of=("self",))
+        .select_related("tenant", "offering")
+        .get(pk=allocation.pk)
+    )
     _allocation_ready(allocation)
-    # Serialise launches on one allocation: the second waits, then finds it taken.
-    GpuRequest.objects.select_for_update().filter(pk=allocation.pk).first()
-    if Notebook.objects.filter(allocation=allocation).exclude(desired=Desired.DELETED).exists():
+    if Notebook.objects.filter(allocation=allocation).exclude(state=NotebookState.DELETED).exists():
         raise Conflict(f"Allocation {allocation.pk} already has a notebook.")
     notebook = Notebook(
         tenant=allocation.tenant,
@@ -225,7 +238,7 @@ def notebook_launch(
 
 def _lock(notebook: Notebook) -> Notebook:
     return (
-        Notebook.objects.select_for_update()
+        Notebook.objects.select_for_update(of=("self",))
         .select_related("tenant", "cluster", "allocation__offering", "owner")
         .get(pk=notebook.pk)
     )
@@ -271,10 +284,22 @@ def _stop(notebook: Notebook, *, actor: User | None, reason: str, action: str = 
         _queue_run(notebook, actor=actor, reason=action)
 
 
+def _retry(notebook: Notebook, *, actor: User | None, action: str, to: NotebookState) -> None:
+    """A stop or delete whose run failed: try it again (the pod may still hold the GPU)."""
+    before = notebook.state
+    notebook.state, notebook.reason = to, "Trying again."
+    notebook.save()
+    _audit(notebook, actor=actor, action=action, before=before, comment="retry after a failure")
+    _queue_run(notebook, actor=actor, reason=f"{action} again")
+
+
 @transaction.atomic
 def notebook_stop(*, actor: User | None, notebook: Notebook, reason: str = "") -> Notebook:
     """Scale the notebook to zero; its workspace stays. 409 unless it is meant to run."""
     locked = _lock(notebook)
+    if locked.desired == Desired.STOPPED and locked.state == NotebookState.FAILED:
+        _retry(locked, actor=actor, action="stop", to=NotebookState.STOPPING)
+        return locked
     if locked.desired != Desired.RUNNING:
         raise InvalidTransition(f"Notebook {locked.pk} is {locked.state}; it cannot be stopped.")
     by = f" by {actor.username}" if actor is not None else ""
@@ -317,6 +342,10 @@ def notebook_start(*, actor: User, notebook: Notebook) -> Notebook:
 def notebook_delete(*, actor: User, notebook: Notebook, keep_workspace: bool) -> Notebook:
     """Delete the notebook's objects, and its workspace unless `keep_workspace`."""
     locked = _lock(notebook)
+    if locked.desired == Desired.DELETED and locked.state == NotebookState.FAILED:
+        locked.keep_workspace = keep_workspace
+        _retry(locked, actor=actor, action="delete", to=NotebookState.DELETING)
+        return locked
     if locked.desired == Desired.DELETED:
         raise InvalidTransition(f"Notebook {locked.pk} is {locked.state}; it is already deleted.")
     before = locked.state
@@ -373,7 +402,7 @@ def notebook_snooze(*, actor: User, notebook: Notebook) -> Notebook:
 def notebooks_follow_allocation(*, allocation: GpuRequest, before: str, actor: User | None) -> None:
     """An allocation changed state (inside its transaction): approved, start its waiting
     notebooks; refused, fail them; ended, stop them before the quota goes."""
-    notebooks = Notebook.objects.select_for_update().filter(allocation=allocation)
+    notebooks = Notebook.objects.select_for_update(of=("self",)).filter(allocation=allocation)
     state = allocation.state
     for notebook in notebooks.exclude(desired=Desired.DELETED).select_related("tenant", "cluster"):
         if state in HOLDING_STATES and notebook.state == NotebookState.WAITING:
@@ -405,7 +434,7 @@ def notebooks_follow_tenant(*, tenant: Tenant, actor: User | None) -> None:
     if tenant.state == TenantState.ACTIVE:
         return
     notebooks = (
-        Notebook.objects.select_for_update()
+        Notebook.objects.select_for_update(of=("self",))
         .filter(tenant=tenant)
         .exclude(desired=Desired.DELETED)
         .select_related("tenant", "cluster")
@@ -428,6 +457,11 @@ def notebook_run_finished(run: ProvisioningRun) -> None:
     if run.notebook_id is None or run.state not in (RunState.SUCCEEDED, RunState.FAILED):
         return
     notebook = _lock(Notebook(pk=run.notebook_id))
+    newer = ProvisioningRun.objects.filter(
+        notebook=notebook, pk__gt=run.pk, state__in=UNFINISHED_RUN_STATES
+    )
+    if newer.exists():
+        return  # the owner acted since: the newer run settles the notebook
     before = notebook.state
     now = timezone.now()
     if run.state == RunState.FAILED:
@@ -462,7 +496,7 @@ def notebook_observe_request(*, notebook: Notebook, force: bool = False) -> bool
     few seconds whoever asks. Returns whether a read was queued."""
     from portal.workloads.tasks import observe_notebook  # noqa: PLC0415  (cycle)
 
-    if not notebook.cluster.applies or notebook.state not in MOVING_STATES:
+    if not notebook.cluster.applies or notebook.state not in OBSERVED_STATES:
         return False
     now = timezone.now()
     recent = now - timedelta(seconds=3)
@@ -511,7 +545,15 @@ def notebooks_observe(*, cluster: Cluster, notebook_ids: list[int] | None = None
         return 0
     gateway = KubernetesGateway(cluster)
     try:
-        pods = notebook_pods(gateway)
+        if len(notebooks) == 1:  # a page watching one notebook: read only its pod
+            only = notebooks[0]
+            pods = notebook_pods(
+                gateway,
+                namespace=cluster.namespace_for(only.tenant.slug),
+                name=only.kubernetes_name,
+            )
+        else:
+            pods = notebook_pods(gateway)
         namespaces = {
             cluster.namespace_for(notebook.tenant.slug)
             for notebook in notebooks
@@ -539,7 +581,11 @@ def notebooks_observe(*, cluster: Cluster, notebook_ids: list[int] | None = None
 def _record_observation(
     notebook_id: int, *, observed: Observed, now: datetime, desired_seen: str
 ) -> int:
-    notebook = Notebook.objects.select_for_update().select_related("tenant").get(pk=notebook_id)
+    notebook = (
+        Notebook.objects.select_for_update(of=("self",))
+        .select_related("tenant")
+        .get(pk=notebook_id)
+    )
     if notebook.desired != desired_seen or not _observable(notebook):
         return 0  # acted on since the read: the action's run will settle it
     if notebook.desired == Desired.RUNNING and observed.state == NotebookState.STOPPED:

@@ -108,10 +108,14 @@ def notebook_remove(
     return report
 
 
-def notebook_pods(gateway: KubernetesGateway) -> dict[tuple[str, str], dict[str, Any]]:
-    """Every notebook pod in the cluster by (namespace, notebook name): one list request."""
+def notebook_pods(
+    gateway: KubernetesGateway, *, namespace: str | None = None, name: str = ""
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Notebook pods by (namespace, notebook name): every one in the cluster, or one
+    notebook's in its namespace. One list request."""
+    selector = f"{NOTEBOOK_SELECTOR},{LABEL_NOTEBOOK}={name}" if name else NOTEBOOK_SELECTOR
     pods = {}
-    for pod in gateway.list("v1", "Pod", label_selector=NOTEBOOK_SELECTOR):
+    for pod in gateway.list("v1", "Pod", namespace=namespace, label_selector=selector):
         metadata = pod.get("metadata") or {}
         notebook = (metadata.get("labels") or {}).get(LABEL_NOTEBOOK)
         if notebook:

@@ -131,6 +131,7 @@ def notebook_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     context = {
         "notebook": notebook,
         "is_owner": notebook.owner_id == request.user.pk,
+        "namespace": notebook.cluster.namespace_for(notebook.tenant.slug),
         "runs": notebook.provisioning_runs.order_by("-created_at")[:5],
     }
     if request.htmx:

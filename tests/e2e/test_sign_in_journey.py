@@ -5,8 +5,11 @@ from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.browser
 
+LEAD_NAVIGATION = [
+    "My workspace", "Notebooks", "My requests", "Approvals", "Team", "Capacity", "Audit log",
+]  # fmt: skip
 ADMIN_NAVIGATION = [
-    "My workspace", "My requests", "Approvals", "Chargeback", "Tenants",
+    "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Tenants",
     "Quota requests", "Catalog", "Clusters", "All requests", "Audit log",
 ]  # fmt: skip
 
@@ -14,12 +17,12 @@ ADMIN_NAVIGATION = [
 @pytest.mark.parametrize(
     ("persona", "heading", "nav_links"),
     [
-        ("developer", "My workspace", ["My workspace", "My requests", "Capacity", "Audit log"]),
         (
-            "lead",
-            "Team",
-            ["My workspace", "My requests", "Approvals", "Team", "Capacity", "Audit log"],
+            "developer",
+            "My workspace",
+            ["My workspace", "Notebooks", "My requests", "Capacity", "Audit log"],
         ),
+        ("lead", "Team", LEAD_NAVIGATION),
         ("finance_user", "Chargeback", ["Chargeback", "All requests", "Audit log"]),
         ("admin_user", "Tenants", ADMIN_NAVIGATION),
     ],

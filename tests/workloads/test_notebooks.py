@@ -345,3 +345,53 @@ def test_suspending_the_tenant_stops_its_notebooks_and_archiving_deletes_them(
     assert refreshed(notebook).state == NotebookState.DELETED
     run_queued(gpu_tenant)
     assert kube_api.get_object("v1", "Namespace", "t-vision") is None
+
+
+def test_a_failed_stop_can_be_tried_again(live_cluster, kube_api, gpu_tenant, developer, catalog):
+    notebook = launch(developer, allocation_of(developer, gpu_tenant, catalog["a100-80gb-whole"]))
+    run_queued(gpu_tenant)
+    notebook_stop(actor=developer, notebook=notebook)
+    kube_api.faults.fail_next(1, status=403, methods=("PATCH",))
+    [failed] = run_queued(gpu_tenant)
+    assert failed.state == RunState.FAILED
+    notebook = refreshed(notebook)
+    assert (notebook.desired, notebook.state) == (Desired.STOPPED, NotebookState.FAILED)
+    notebook_stop(actor=developer, notebook=notebook)  # again, not a 409
+    [run] = run_queued(gpu_tenant)
+    assert run.state == RunState.SUCCEEDED, run.error
+    assert refreshed(notebook).state == NotebookState.STOPPED
+    assert statefulset_of(kube_api, notebook)["spec"]["replicas"] == 0
+
+
+def test_a_member_removed_from_the_tenant_no_longer_sees_or_launches(
+    live_cluster, gpu_tenant, developer, admin_user, catalog
+):
+    from portal.workloads.selectors import notebooks_visible_to  # noqa: PLC0415
+    from tenants.services import membership_remove  # noqa: PLC0415
+
+    allocation = allocation_of(developer, gpu_tenant, catalog["a100-80gb-whole"])
+    notebook = launch(developer, allocation)
+    spare = allocation_of(developer, gpu_tenant, catalog["a100-80gb-mig-1g-10gb"])
+    membership_remove(actor=admin_user, tenant=gpu_tenant, username=developer.username)
+    assert not notebooks_visible_to(developer).filter(pk=notebook.pk).exists()
+    with pytest.raises(NotFound):
+        launch(developer, spare)
+
+
+def test_a_request_and_launch_beyond_quota_is_refused_naming_the_count(
+    live_cluster, gpu_tenant, developer, catalog
+):
+    from portal.allocations.models import GpuRequest  # noqa: PLC0415
+    from portal.core.errors import QuotaExceeded  # noqa: PLC0415
+
+    with pytest.raises(QuotaExceeded) as refused:
+        notebook_launch(
+            actor=developer,
+            tenant="vision",
+            offering="a100-80gb-whole",
+            count=11,
+            image="pytorch-cuda12",
+        )
+    assert "count" in refused.value.fields
+    assert not Notebook.objects.exists()
+    assert not GpuRequest.objects.filter(count=11).exists()

@@ -315,8 +315,10 @@ def _offer_waiting_runs(run: ProvisioningRun) -> None:
 
     waiting = list(
         ProvisioningRun.objects.filter(
-            tenant=run.tenant_id, cluster=run.cluster_id, state=RunState.QUEUED, pk__gt=run.pk
-        ).values_list("pk", flat=True)
+            tenant=run.tenant_id, cluster=run.cluster_id, state=RunState.QUEUED, attempts=0
+        )
+        .exclude(pk=run.pk)
+        .values_list("pk", flat=True)
     )
     for run_id in waiting:
         transaction.on_commit(partial(execute_provisioning_run.delay, run_id))
