@@ -50,10 +50,7 @@ def notebook_apply(gateway: KubernetesGateway, spec: NotebookSpec) -> SyncReport
                 )
             )
     except ClusterError as error:
-        report.error = error
-        if pending:
-            report.results.append(object_result(pending[0], Outcome.FAILED, message=error.message))
-            report.results += [object_result(item, Outcome.SKIPPED) for item in pending[1:]]
+        report.stopped(error, pending)
     return report
 
 

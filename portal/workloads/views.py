@@ -18,12 +18,12 @@ from portal.allocations.views import (
     request_preview_context,
     tenants_requestable,
 )
-from portal.core.errors import ApplicationError, NotFound, ValidationFailed
+from portal.core.errors import NotFound, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import POLL_DONE, form_add_error
+from portal.core.pages import POLL_DONE, form_page
 from portal.workloads import services
 from portal.workloads.forms import LaunchForm
-from portal.workloads.models import MOVING_STATES, NotebookState
+from portal.workloads.models import MOVING_STATES, Notebook, NotebookState
 from portal.workloads.selectors import (
     allocation_for_launch,
     images_for_launch,
@@ -78,36 +78,31 @@ def notebook_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     if not request.user.is_portal_admin and not tenants_requestable(request).exists():
         raise Http404  # finance and people in no tenant launch nothing
     form = _launch_form(request)
-    status = 200
-    if request.method == "POST":
-        status = 400
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                notebook = services.notebook_launch(
-                    actor=request.user,
-                    allocation_id=int(data["allocation"]) if data["allocation"] else None,
-                    tenant=data["tenant"].slug if data["tenant"] else "",
-                    offering=data["offering"].slug if data["offering"] else "",
-                    count=data["count"] or 1,
-                    duration_hours=data["duration_hours"],
-                    justification=data["justification"],
-                    image=data["image"],
-                    name=data["name"],
-                    cpu_cores=data["cpu_cores"],
-                    memory_gib=data["memory_gib"],
-                    workspace_gib=data["workspace_gib"],
-                )
-            except NotFound:
-                form.add_error("allocation", "There is no such allocation of yours.")
-                status = 404
-            except ApplicationError as error:
-                form_add_error(form, error)
-                status = error.status
-            else:
-                messages.success(request, f"Notebook {notebook.name} is launching.")
-                return redirect("workloads:detail", pk=notebook.pk)
-    return render(request, "workloads/launch.html", {"form": form}, status=status)
+
+    def launch(data: dict[str, Any]) -> Notebook:
+        return services.notebook_launch(
+            actor=request.user,
+            allocation_id=int(data["allocation"]) if data["allocation"] else None,
+            tenant=data["tenant"].slug if data["tenant"] else "",
+            offering=data["offering"].slug if data["offering"] else "",
+            count=data["count"] or 1,
+            duration_hours=data["duration_hours"],
+            justification=data["justification"],
+            image=data["image"],
+            name=data["name"],
+            cpu_cores=data["cpu_cores"],
+            memory_gib=data["memory_gib"],
+            workspace_gib=data["workspace_gib"],
+        )
+
+    def launched(notebook: Notebook) -> HttpResponse:
+        messages.success(request, f"Notebook {notebook.name} is launching.")
+        return redirect("workloads:detail", pk=notebook.pk)
+
+    return form_page(
+        request, form=form, template="workloads/launch.html", context={},
+        save=launch, success=launched,
+    )  # fmt: skip
 
 
 @login_required

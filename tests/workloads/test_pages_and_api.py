@@ -287,3 +287,14 @@ def test_the_api_shows_the_token_to_the_owner_only(
     notebook = launch(developer, allocation_of(developer, gpu_tenant, catalog["a100-80gb-whole"]))
     assert client_for(developer).get(f"/api/v1/notebooks/{notebook.pk}/").json()["token"]
     assert client_for(lead).get(f"/api/v1/notebooks/{notebook.pk}/").json()["token"] is None
+
+
+def test_my_requests_links_an_allocation_to_the_launch_form_with_it_chosen(
+    client_for, developer, gpu_tenant, catalog, dry_cluster
+):
+    allocation = allocation_of(developer, gpu_tenant, catalog["a100-80gb-whole"])
+    client = client_for(developer)
+    link = f"/notebooks/new/?allocation={allocation.pk}"
+    assert link in client.get("/requests/").text
+    form = client.get(link).text
+    assert f'<option value="{allocation.pk}" selected>' in form

@@ -40,6 +40,13 @@ class SyncReport:
     results: list[ObjectResult] = field(default_factory=list)
     error: ClusterError | None = None
 
+    def stopped(self, error: ClusterError, pending: list[dict[str, Any]]) -> None:
+        """Stop at `error`: the first pending object failed with it, the rest skipped."""
+        self.error = error
+        if pending:
+            self.results.append(object_result(pending[0], Outcome.FAILED, message=error.message))
+            self.results += [object_result(item, Outcome.SKIPPED) for item in pending[1:]]
+
     @property
     def drifted(self) -> list[ObjectResult]:
         return [result for result in self.results if result.outcome != Outcome.UNCHANGED]
@@ -190,10 +197,7 @@ def bundle_sync(
         if suspended:
             _scale_down(gateway, namespace, report)
     except ClusterError as error:
-        report.error = error
-        if pending:
-            report.results.append(object_result(pending[0], Outcome.FAILED, message=error.message))
-            report.results += [object_result(item, Outcome.SKIPPED) for item in pending[1:]]
+        report.stopped(error, pending)
     return report
 
 
