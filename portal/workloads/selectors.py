@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.catalog.models import GpuPool, NotebookImage, Offering
-from portal.cluster.models import Cluster
+from portal.cluster.models import Cluster, ProvisioningRun
 from portal.core.errors import NotFound, ValidationFailed
 from portal.workloads.manifests import NotebookSpec, notebook_host
 from portal.workloads.models import Desired, Notebook, NotebookState
@@ -116,6 +116,20 @@ def cluster_for_offering(offering: Offering) -> Cluster:
     raise ValidationFailed.on("offering", f"No enabled cluster runs {offering.name}.")
 
 
+def _host(notebook: Notebook) -> str:
+    return notebook_host(
+        notebook.cluster.notebook_host_pattern,
+        name=notebook.kubernetes_name,
+        tenant_slug=notebook.tenant.slug,
+    )
+
+
+def notebook_runs(notebook: Notebook, *, limit: int) -> list[ProvisioningRun]:
+    """The notebook's latest provisioning runs, newest first (one query)."""
+    runs = notebook.provisioning_runs.select_related("cluster").order_by("-created_at", "-id")
+    return list(runs[:limit])
+
+
 def notebook_spec(notebook: Notebook) -> NotebookSpec:
     """What the notebook's objects are rendered from. Stopped unless the owner wants it
     running, its allocation holds quota and its tenant is active."""
@@ -143,9 +157,7 @@ def notebook_spec(notebook: Notebook) -> NotebookSpec:
         node_selector={model.node_label_key: model.node_label_value},
         running=runs,
         token=notebook.token,
-        host=notebook_host(
-            cluster.notebook_host_pattern, name=name, tenant_slug=notebook.tenant.slug
-        ),
+        host=_host(notebook),
         ingress_class=cluster.notebook_ingress_class,
     )
 
@@ -153,13 +165,8 @@ def notebook_spec(notebook: Notebook) -> NotebookSpec:
 def notebook_url(notebook: Notebook) -> str:
     """Where the notebook is published (its token is added for the owner only); empty without
     a host pattern."""
-    cluster = notebook.cluster
-    host = notebook_host(
-        cluster.notebook_host_pattern,
-        name=notebook.kubernetes_name,
-        tenant_slug=notebook.tenant.slug,
-    )
-    return f"{cluster.notebook_url_scheme}://{host}/lab" if host else ""
+    host = _host(notebook)
+    return f"{notebook.cluster.notebook_url_scheme}://{host}/lab" if host else ""
 
 
 def notebooks_by_pk(ids: Iterable[int]) -> dict[int, Notebook]:

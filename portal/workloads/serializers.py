@@ -6,6 +6,7 @@ from rest_framework import serializers
 from portal.allocations.serializers import ProvisioningRunBriefSerializer
 from portal.catalog.serializers import GpuEqDisplayField
 from portal.workloads.models import Notebook
+from portal.workloads.selectors import notebook_runs
 
 
 class NotebookSerializer(serializers.ModelSerializer[Notebook]):
@@ -50,8 +51,7 @@ class NotebookDetailSerializer(NotebookSerializer):
 
     @extend_schema_field(ProvisioningRunBriefSerializer(many=True))
     def get_provisioning_runs(self, notebook: Notebook) -> Any:
-        runs = notebook.provisioning_runs.select_related("cluster").order_by("-created_at")[:10]
-        return ProvisioningRunBriefSerializer(runs, many=True).data
+        return ProvisioningRunBriefSerializer(notebook_runs(notebook, limit=10), many=True).data
 
 
 class NotebookLaunchSerializer(serializers.Serializer[Notebook]):

@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -102,21 +103,24 @@ def _name(value: str, offering: Offering) -> str:
         raise ValidationFailed.on("name", "At most 40 characters.")
     try:
         slug_validator(name)
-    except Exception:  # noqa: BLE001 - Django's ValidationError, reworded for the field
+    except DjangoValidationError:
         raise ValidationFailed.on(
             "name", "Lowercase letters, digits and hyphens, starting with a letter or digit."
         ) from None
     return name
 
 
-def _allocation_ready(allocation: GpuRequest) -> None:
+def _allocation_usable(allocation: GpuRequest, *, ended: str) -> None:
+    """A notebook may run on `allocation` (now or once approved) in an active tenant; else
+    InvalidTransition, with `ended` saying what to do when the allocation is over."""
     if allocation.state not in (*HOLDING_STATES, RequestState.PENDING):
-        raise InvalidTransition(
-            f"Allocation {allocation.pk} is {allocation.state}; launch on one that is approved "
-            "or active."
-        )
+        raise InvalidTransition(f"Allocation {allocation.pk} is {allocation.state}: {ended}")
     if allocation.tenant.state != TenantState.ACTIVE:
         raise InvalidTransition(f"Tenant {allocation.tenant.slug} is {allocation.tenant.state}.")
+
+
+def _allocation_ready(allocation: GpuRequest) -> None:
+    _allocation_usable(allocation, ended="launch on one that is approved or active.")
     limit = allocation.offering.max_units_per_workload
     if limit is not None and allocation.count > limit:
         raise ValidationFailed.on(
@@ -147,27 +151,25 @@ def notebook_launch(
     notebook starts once it is approved (at once, or when a lead approves). Bad input raises
     ValidationFailed naming the field, and nothing is written.
     """
+    allocation: GpuRequest | None
     if allocation_id is not None:
         allocation = selectors.allocation_for_launch(actor, allocation_id)
-        chosen = allocation.offering
+        chosen, home = allocation.offering, allocation.tenant
     else:
         if not offering:
             raise ValidationFailed.on(
                 "allocation", "Pick an allocation, or an offering to request."
             )
-        home = tenant_for(actor, tenant, Access.REQUEST) if tenant else None
-        if home is None:
+        if not tenant:
             raise ValidationFailed.on("tenant", "Pick the tenant to request the GPU in.")
+        home = tenant_for(actor, tenant, Access.REQUEST)
         found = Offering.objects.select_related("gpu_model").filter(slug=offering).first()
         if found is None:
             raise ValidationFailed.on("offering", f"There is no offering {offering!r}.")
         chosen, allocation = found, None
     picked = selectors.image_for_launch(image, chosen)
-    home_tenant = allocation.tenant if allocation is not None else home
-    if home_tenant is None:  # pragma: no cover - one of the two branches above set it
-        raise ValidationFailed.on("tenant", "Pick the tenant to request the GPU in.")
     cpu, memory, workspace = _sizes(
-        home_tenant, cpu_cores=cpu_cores, memory_gib=memory_gib, workspace_gib=workspace_gib
+        home, cpu_cores=cpu_cores, memory_gib=memory_gib, workspace_gib=workspace_gib
     )
     label = _name(name, chosen)
     cluster = selectors.cluster_for_offering(chosen)
@@ -176,7 +178,7 @@ def notebook_launch(
 
         allocation = gpu_request_submit(
             actor=actor,
-            tenant=home_tenant,
+            tenant=home,
             offering=chosen,
             count=count,
             duration_hours=duration_hours,
@@ -209,21 +211,18 @@ def notebook_launch(
         workspace_gib=workspace,
         token=secrets.token_urlsafe(32),
     )
-    waiting = allocation.state == RequestState.PENDING
-    notebook.state = NotebookState.WAITING if waiting else NotebookState.PENDING
-    notebook.reason = "Waiting for a lead to approve the request." if waiting else "Launching."
     try:
         with transaction.atomic():
             notebook.save()
     except IntegrityError:
         raise Conflict(f"Allocation {allocation.pk} already has a notebook.") from None
-    audit_record(
+    _go(
+        notebook,
         actor=actor,
-        action="notebook.launch",
-        target=notebook,
-        tenant=notebook.tenant,
+        action="launch",
+        before=None,
+        reason="Launching.",
         changes={
-            "state": [None, notebook.state],
             "allocation": [None, allocation.pk],
             "image": [None, picked.image],
             "cpu_cores": [None, str(cpu)],
@@ -231,8 +230,6 @@ def notebook_launch(
             "workspace_gib": [None, workspace],
         },
     )
-    if not waiting:
-        _queue_run(notebook, actor=actor, reason="launch")
     return notebook
 
 
@@ -249,18 +246,38 @@ def _audit(
     *,
     actor: User | None,
     action: str,
-    before: str,
+    before: str | None,
     comment: str = "",
-    **changes: list[Any],
+    changes: dict[str, list[Any]] | None = None,
 ) -> None:
     audit_record(
         actor=actor,
         action=f"notebook.{action}",
         target=notebook,
         tenant=notebook.tenant,
-        changes={"state": [before, notebook.state], **changes},
+        changes={"state": [before, notebook.state], **(changes or {})},
         comment=comment,
     )
+
+
+def _go(
+    notebook: Notebook,
+    *,
+    actor: User | None,
+    action: str,
+    before: str | None,
+    reason: str,
+    changes: dict[str, list[Any]] | None = None,
+) -> None:
+    """Set a notebook meant to run going: it waits while its request is pending, else a run
+    applies it. Saves and audits."""
+    waiting = notebook.allocation.state == RequestState.PENDING
+    notebook.state = NotebookState.WAITING if waiting else NotebookState.PENDING
+    notebook.reason = "Waiting for a lead to approve the request." if waiting else reason
+    notebook.save()
+    _audit(notebook, actor=actor, action=action, before=before, changes=changes)
+    if not waiting:
+        _queue_run(notebook, actor=actor, reason=action)
 
 
 def _clear_culling(notebook: Notebook) -> None:
@@ -316,25 +333,16 @@ def notebook_start(*, actor: User, notebook: Notebook) -> Notebook:
     )
     if not startable:
         raise InvalidTransition(f"Notebook {locked.pk} is {locked.state}; it cannot be started.")
-    allocation = locked.allocation
-    if allocation.state not in (*HOLDING_STATES, RequestState.PENDING):
-        raise InvalidTransition(
-            f"Allocation {allocation.pk} is {allocation.state}: request GPUs again and launch a "
-            "new notebook (this workspace stays until the notebook is deleted)."
-        )
-    if locked.tenant.state != TenantState.ACTIVE:
-        raise InvalidTransition(f"Tenant {locked.tenant.slug} is {locked.tenant.state}.")
+    _allocation_usable(
+        locked.allocation,
+        ended="request GPUs again and launch a new notebook (this workspace stays until the "
+        "notebook is deleted).",
+    )
     before = locked.state
     locked.desired = Desired.RUNNING
-    waiting = allocation.state == RequestState.PENDING
-    locked.state = NotebookState.WAITING if waiting else NotebookState.PENDING
-    locked.reason = "Waiting for a lead to approve the request." if waiting else "Starting."
     locked.stopped_at = None
     _clear_culling(locked)
-    locked.save()
-    _audit(locked, actor=actor, action="start", before=before)
-    if not waiting:
-        _queue_run(locked, actor=actor, reason="start")
+    _go(locked, actor=actor, action="start", before=before, reason="Starting.")
     return locked
 
 
@@ -362,7 +370,7 @@ def notebook_delete(*, actor: User, notebook: Notebook, keep_workspace: bool) ->
         actor=actor,
         action="delete",
         before=before,
-        keep_workspace=[None, keep_workspace],
+        changes={"keep_workspace": [None, keep_workspace]},
     )
     if applied:
         _queue_run(locked, actor=actor, reason="delete")
@@ -406,10 +414,7 @@ def notebooks_follow_allocation(*, allocation: GpuRequest, before: str, actor: U
     state = allocation.state
     for notebook in notebooks.exclude(desired=Desired.DELETED).select_related("tenant", "cluster"):
         if state in HOLDING_STATES and notebook.state == NotebookState.WAITING:
-            notebook.state, notebook.reason = NotebookState.PENDING, "Launching."
-            notebook.save()
-            _audit(notebook, actor=actor, action="launch", before=NotebookState.WAITING)
-            _queue_run(notebook, actor=actor, reason="request approved")
+            _go(notebook, actor=actor, action="launch", before=notebook.state, reason="Launching.")
         elif state in (RequestState.REJECTED, RequestState.CANCELLED):
             previous = notebook.state
             notebook.desired, notebook.state = Desired.STOPPED, NotebookState.FAILED
@@ -612,6 +617,14 @@ def _record_observation(
     if notebook.state != before:
         _audit(notebook, actor=None, action="observe", before=before, comment=notebook.reason)
     return 1
+
+
+def notebook_observe(*, notebook_id: int) -> int:
+    """Read one notebook's pod now (a page is watching it); 0 when it is gone."""
+    notebook = Notebook.objects.select_related("cluster").filter(pk=notebook_id).first()
+    if notebook is None:
+        return 0
+    return notebooks_observe(cluster=notebook.cluster, notebook_ids=[notebook_id])
 
 
 def notebooks_observe_all() -> dict[str, int | str]:

@@ -5,9 +5,7 @@ from typing import Any
 from celery import shared_task
 
 from portal.cluster.gateway import ClusterError
-from portal.cluster.models import Cluster
 from portal.workloads import culling, services
-from portal.workloads.models import Notebook
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -19,12 +17,8 @@ def observe_notebooks() -> dict[str, int | str]:
 @shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=3, throws=(ClusterError,))
 def observe_notebook(self: Any, notebook_id: int) -> int:
     """Read one notebook's pod now (a page is watching it)."""
-    notebook = Notebook.objects.filter(pk=notebook_id).only("cluster_id").first()
-    if notebook is None:
-        return 0
-    cluster = Cluster.objects.get(pk=notebook.cluster_id)
     try:
-        return services.notebooks_observe(cluster=cluster, notebook_ids=[notebook_id])
+        return services.notebook_observe(notebook_id=notebook_id)
     except ClusterError as error:
         if error.transient:
             raise self.retry(exc=error, countdown=2 ** (self.request.retries + 1)) from error

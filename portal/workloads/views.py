@@ -29,6 +29,7 @@ from portal.workloads.selectors import (
     images_for_launch,
     launchable_allocations,
     notebook_for,
+    notebook_runs,
     notebooks_visible_to,
 )
 
@@ -127,7 +128,7 @@ def notebook_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         "notebook": notebook,
         "is_owner": notebook.owner_id == request.user.pk,
         "namespace": notebook.cluster.namespace_for(notebook.tenant.slug),
-        "runs": notebook.provisioning_runs.order_by("-created_at")[:5],
+        "runs": notebook_runs(notebook, limit=5),
     }
     if request.htmx:
         services.notebook_observe_request(notebook=notebook)

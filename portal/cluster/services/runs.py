@@ -194,12 +194,14 @@ def provisioning_run_execute(*, run_id: int, worker: str = "") -> ProvisioningRu
         else:
             report, requests = _execute_against_cluster(run, desired, source)
     except Exception as error:  # a claimed run must end visibly, whatever broke
-        logger.exception("provisioning run %s failed unexpectedly", run_id)
-        report = SyncReport(
-            error=ClusterError(f"Unexpected error: {type(error).__name__}: {error}")
-        )
-        requests = 0
+        logger.exception("provisioning run %s failed unexpectedly", run.pk)
+        report, requests = _unexpected(error), 0
     return _finish(run, report=report, requests=requests, source=source)
+
+
+def _unexpected(error: Exception) -> SyncReport:
+    """A bug, not the API: the run fails saying what broke (the caller logs the traceback)."""
+    return SyncReport(error=ClusterError(f"Unexpected error: {type(error).__name__}: {error}"))
 
 
 def _execute_notebook(run: ProvisioningRun) -> ProvisioningRun:
@@ -222,9 +224,7 @@ def _execute_notebook(run: ProvisioningRun) -> ProvisioningRun:
         report = SyncReport(error=error)
     except Exception as error:  # a claimed run must end visibly, whatever broke
         logger.exception("provisioning run %s failed unexpectedly", run.pk)
-        report = SyncReport(
-            error=ClusterError(f"Unexpected error: {type(error).__name__}: {error}")
-        )
+        report = _unexpected(error)
     return _finish(run, report=report, requests=requests)
 
 
