@@ -5,6 +5,7 @@ the secure production ones, except the embedded ones that make `make demo` work 
 services: an SQLite file, tasks run in-process, and the cluster in dry-run.
 """
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ INSTALLED_APPS = [
     "portal.cluster",
     "portal.metering",
     "portal.workloads",
+    "portal.directory",
     "tenants",
 ]
 
@@ -209,18 +211,83 @@ if PORTAL_WEBHOOK_URL and not PORTAL_WEBHOOK_SECRET:
     raise ImproperlyConfigured("PORTAL_WEBHOOK_SECRET is required when PORTAL_WEBHOOK_URL is set")
 PORTAL_EXPIRY_NOTICE_MINUTES = env.integer("PORTAL_EXPIRY_NOTICE_MINUTES", default=60, minimum=1)
 
+# Personal API tokens: the longest lifetime one may be given, in days.
+PORTAL_API_TOKEN_MAX_DAYS = env.integer("PORTAL_API_TOKEN_MAX_DAYS", default=365, minimum=1)
+
 # Prometheus, where usage and GPU utilisation are read from. Unset: metering is off.
 PROMETHEUS_URL = env.text("PROMETHEUS_URL")
 PROMETHEUS_TIMEOUT_SECONDS = env.integer("PROMETHEUS_TIMEOUT_SECONDS", default=10, minimum=1)
 if PROMETHEUS_URL and not PROMETHEUS_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"PROMETHEUS_URL must be an http(s) URL, not {PROMETHEUS_URL!r}")
 
-# Single sign-on (OpenID Connect, Keycloak as the reference provider). Unset: local accounts.
-OIDC_ISSUER_URL = env.text("OIDC_ISSUER_URL")
-OIDC_CLIENT_ID = env.text("OIDC_CLIENT_ID")
+# Single sign-on (OpenID Connect; Keycloak is the reference provider). Unset: local accounts.
+# The endpoints and signing keys come from the issuer's discovery document.
+OIDC_ISSUER_URL = env.text_or("OIDC_ISSUER_URL", "").rstrip("/")
+OIDC_CLIENT_ID = env.text_or("OIDC_CLIENT_ID", "")
 OIDC_CLIENT_SECRET = env.secret("OIDC_CLIENT_SECRET")
-if OIDC_ISSUER_URL and not OIDC_CLIENT_ID:
+SSO_ENABLED = bool(OIDC_ISSUER_URL)
+if SSO_ENABLED and not OIDC_CLIENT_ID:
     raise ImproperlyConfigured("OIDC_CLIENT_ID is required when OIDC_ISSUER_URL is set")
+if SSO_ENABLED and not OIDC_ISSUER_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"OIDC_ISSUER_URL must be an http(s) URL, not {OIDC_ISSUER_URL!r}")
+OIDC_PROVIDER_NAME = env.text_or("OIDC_PROVIDER_NAME", "Keycloak")
+OIDC_SCOPES = env.text_or("OIDC_SCOPES", "openid email profile")
+OIDC_SIGNING_ALGORITHMS = env.items("OIDC_SIGNING_ALGORITHMS", default=["RS256"])
+OIDC_TIMEOUT_SECONDS = env.integer("OIDC_TIMEOUT_SECONDS", default=10, minimum=1)
+# Provider access tokens accepted on the API must name this audience.
+OIDC_API_AUDIENCE = env.text_or("OIDC_API_AUDIENCE", OIDC_CLIENT_ID)
+# How claims map to the portal: the username, the groups that become memberships (the
+# template's {tenant} is a tenant slug and {role} is `leads` or `developers`; RoleBindings
+# name the same groups), and the client roles that become the global roles.
+OIDC_USERNAME_CLAIM = env.text_or("OIDC_USERNAME_CLAIM", "preferred_username")
+OIDC_GROUPS_CLAIM = env.text_or("OIDC_GROUPS_CLAIM", "groups")
+OIDC_ROLES_CLAIM = env.text_or("OIDC_ROLES_CLAIM", "resource_access.{client_id}.roles").replace(
+    "{client_id}", OIDC_CLIENT_ID
+)
+OIDC_ADMIN_ROLE = env.text_or("OIDC_ADMIN_ROLE", "admin")
+OIDC_FINANCE_ROLE = env.text_or("OIDC_FINANCE_ROLE", "finance")
+PORTAL_TENANT_GROUP = env.text_or("PORTAL_TENANT_GROUP", "/gpu-portal/tenants/{tenant}/{role}")
+if "{tenant}" not in PORTAL_TENANT_GROUP or "{role}" not in PORTAL_TENANT_GROUP:
+    raise ImproperlyConfigured("PORTAL_TENANT_GROUP must contain both {tenant} and {role}")
+# Who decides memberships: the identity provider (applied at each sign-in) or the portal
+# (its changes are sent to Keycloak when the sync below is on).
+PORTAL_MEMBERSHIP_SOURCE = env.choice(
+    "PORTAL_MEMBERSHIP_SOURCE", choices=("identity-provider", "portal"), default="identity-provider"
+)
+# With SSO on, only these local accounts may still sign in with a password (break-glass).
+PORTAL_BREAK_GLASS_USERS = env.items("PORTAL_BREAK_GLASS_USERS", default=[])
+AUTHENTICATION_BACKENDS = [
+    "portal.accounts.backends.SsoBackend",
+    "portal.accounts.backends.PasswordBackend",
+]
+
+# Keycloak directory sync: a service account (client credentials) that creates each tenant's
+# groups, sends the portal's membership changes, and reconciles periodically. The server and
+# realm come from OIDC_ISSUER_URL (`<server>/realms/<realm>`). Unset: no sync.
+KEYCLOAK_ADMIN_CLIENT_ID = env.text_or("KEYCLOAK_ADMIN_CLIENT_ID", "")
+KEYCLOAK_ADMIN_CLIENT_SECRET = env.secret("KEYCLOAK_ADMIN_CLIENT_SECRET")
+KEYCLOAK_SYNC = bool(KEYCLOAK_ADMIN_CLIENT_ID)
+_keycloak_issuer = re.fullmatch(r"(?P<server>https?://.+)/realms/(?P<realm>[^/]+)", OIDC_ISSUER_URL)
+KEYCLOAK_SERVER_URL = _keycloak_issuer["server"] if _keycloak_issuer else ""
+KEYCLOAK_REALM = _keycloak_issuer["realm"] if _keycloak_issuer else ""
+if KEYCLOAK_SYNC and not _keycloak_issuer:
+    raise ImproperlyConfigured(
+        "KEYCLOAK_ADMIN_CLIENT_ID needs OIDC_ISSUER_URL to be a Keycloak realm URL "
+        "(https://keycloak.example.org/realms/<realm>)"
+    )
+if KEYCLOAK_SYNC and not PORTAL_TENANT_GROUP.startswith("/"):
+    raise ImproperlyConfigured("With the Keycloak sync on, PORTAL_TENANT_GROUP must be a path")
+KEYCLOAK_SYNC_SECONDS = env.integer("KEYCLOAK_SYNC_SECONDS", default=900, minimum=60)
+CELERY_BEAT_SCHEDULE |= {
+    "send-directory-changes": {
+        "task": "portal.directory.tasks.send_directory_changes",
+        "schedule": 60.0,
+    },
+    "reconcile-directory": {
+        "task": "portal.directory.tasks.reconcile_directory",
+        "schedule": float(KEYCLOAK_SYNC_SECONDS),
+    },
+}
 
 # The portal's own metrics at /metrics: readable from these networks, or with this bearer token.
 METRICS_ALLOWED_NETWORKS = env.networks(
@@ -287,6 +354,7 @@ STORAGES = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "portal.core.authentication.PortalSessionAuthentication",
+        "portal.core.authentication.PortalBearerAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -2,20 +2,26 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from portal.accounts.api import MeView
+from portal.accounts.api import IdentityView, MeView, UserList
+from portal.accounts.token_api_urls import urlpatterns as token_api_urls
 from portal.allocations.api_urls import urlpatterns as allocation_api_urls
 from portal.catalog import api as catalog_api
 from portal.cluster import api as cluster_api
 from portal.core import views as core_views
 from portal.core.audit_api import AuditEventList
+from portal.directory.api_urls import urlpatterns as directory_api_urls
 from portal.workloads.api_urls import urlpatterns as notebook_api_urls
 from tenants import api as tenant_api
 
 api_v1 = [
     path("me", MeView.as_view(), name="me"),
+    path("identity", IdentityView.as_view(), name="identity"),
+    path("users/", UserList.as_view(), name="users"),
     path("audit-events/", AuditEventList.as_view(), name="audit-events"),
     *allocation_api_urls,
     *notebook_api_urls,
+    *token_api_urls,
+    *directory_api_urls,
     path("tenants/", tenant_api.TenantList.as_view(), name="tenants"),
     path("tenants/<slug:slug>/", tenant_api.TenantDetail.as_view(), name="tenant"),
     path("tenants/<slug:slug>/members/", tenant_api.MemberList.as_view(), name="members"),
@@ -71,6 +77,8 @@ urlpatterns = [
     path("readyz", core_views.readyz, name="readyz"),
     path("metrics", core_views.metrics, name="metrics"),
     path("accounts/", include("portal.accounts.urls")),
+    path("account/tokens/", include("portal.accounts.token_urls")),
+    path("manage/directory/", include("portal.directory.urls")),
     path("audit/", core_views.audit_log, name="audit"),
     path("", include("portal.allocations.urls")),
     path("", include("tenants.urls")),

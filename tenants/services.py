@@ -14,6 +14,7 @@ from portal.cluster.services import provisioning_request
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
 from portal.core.validators import model_problems
+from portal.directory.services import directory_member_queue, directory_tenant_queue
 from tenants.models import (
     MemberRole,
     Membership,
@@ -97,6 +98,7 @@ def tenant_create(
         changes=changes_between({}, snapshot(tenant, ("slug", *TENANT_FIELDS, "state"))),
     )
     provisioning_request(tenant=tenant, reason="tenant created", actor=actor)
+    directory_tenant_queue(tenant_slug=tenant.slug, actor=actor)
     return tenant
 
 
@@ -190,6 +192,9 @@ def membership_set(
     else:
         return membership
     provisioning_request(tenant=tenant, reason="members changed", actor=actor)
+    directory_member_queue(
+        tenant_slug=tenant.slug, username=user.username, role=str(role), actor=actor
+    )
     return membership
 
 
@@ -212,6 +217,7 @@ def membership_remove(*, actor: User | None, tenant: Tenant, username: str) -> N
     )
     membership.delete()
     provisioning_request(tenant=tenant, reason="members changed", actor=actor)
+    directory_member_queue(tenant_slug=tenant.slug, username=username, role="", actor=actor)
 
 
 @transaction.atomic

@@ -28,7 +28,9 @@ from portal.catalog.presets import catalog_presets_load
 from tenants.models import MemberRole, Tenant
 from tenants.services import membership_set, quota_set, tenant_create, tenant_update
 from tests.cluster.fixtures import live_cluster  # noqa: F401  (a cluster on the emulator)
+from tests.keycloak.fixtures import keycloak_api  # noqa: F401  (the Keycloak admin API double)
 from tests.kubeapi.fixtures import kube_api  # noqa: F401  (the Kubernetes API emulator fixture)
+from tests.oidc.fixtures import keycloak_issuer, mock_provider  # noqa: F401  (SSO in the tests)
 
 PASSWORD = "correct-horse-battery-staple"
 

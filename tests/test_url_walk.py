@@ -8,14 +8,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from portal.accounts.services import user_create
+from portal.accounts.tokens import api_token_create
 from portal.allocations.services import gpu_request_submit
 from portal.catalog.services import notebook_image_create, offering_create
 from portal.cluster.models import ProvisioningRun
 from portal.cluster.services import cluster_create
+from portal.directory.services import directory_member_queue
 from portal.workloads.services import notebook_launch
 from tenants.models import MemberRole
 from tenants.services import membership_set, quota_request_create, quota_set
@@ -31,6 +33,25 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "metrics": ("get", "", (200, 200, 200, 200, 200, 200)),
     "accounts:login": ("get", "", (200, 302, 302, 302, 302, 302)),
     "accounts:logout": ("get", "", (405, 405, 405, 405, 405, 405)),
+    # SSO is off in the walk: its routes do not exist (tests/accounts/test_sso.py has them on).
+    "accounts:oidc-login": ("get", "", (404, 404, 404, 404, 404, 404)),
+    "accounts:oidc-callback": ("get", "", (404, 404, 404, 404, 404, 404)),
+    "accounts:identity": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "api:identity": ("get", "", (401, 404, 404, 404, 404, 200)),
+    "api:users": ("get", "", (401, 404, 404, 404, 404, 200)),
+    # The sync is off in the walk and the queued change pending: retries and reconciles are 409.
+    "directory:status": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "directory:retry": ("post", "directory_change", (302, 404, 404, 404, 404, 409)),
+    "directory:reconcile": ("post", "", (302, 404, 404, 404, 404, 409)),
+    "api:directory-changes": ("get", "", (401, 404, 404, 404, 404, 200)),
+    "api:directory-change-retry": ("post", "directory_change", (401, 404, 404, 404, 404, 409)),
+    "api:directory-reports": ("get", "", (401, 404, 404, 404, 404, 200)),
+    "api:directory-reconcile": ("post", "", (401, 404, 404, 404, 404, 409)),
+    # The developer's API token: only its owner sees or revokes it.
+    "tokens:list": ("get", "", (302, 200, 200, 200, 200, 200)),
+    "tokens:revoke": ("post", "api_token", (302, 302, 404, 404, 404, 404)),
+    "api:tokens": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:token": ("get", "api_token", (401, 200, 404, 404, 404, 404)),
     "tenants:mine": ("get", "", (302, 200, 200, 200, 200, 200)),
     "tenants:team": ("get", "", (302, 404, 200, 404, 404, 404)),
     "tenants:finance": ("get", "", (302, 404, 404, 404, 200, 200)),
@@ -176,6 +197,11 @@ def walk_kwargs(
     notebook = notebook_launch(
         actor=developer, allocation_id=allocation.pk, image=notebook_image.slug
     )
+    with override_settings(KEYCLOAK_SYNC=True, PORTAL_MEMBERSHIP_SOURCE="portal"):
+        directory_change = directory_member_queue(
+            tenant_slug=tenant_a.slug, username="walker", role="lead", actor=None
+        )
+    assert directory_change is not None
     return {
         "run": {"pk": run.pk},
         "cluster": {"name": cluster.name},
@@ -191,6 +217,8 @@ def walk_kwargs(
         "notebook_image": {"slug": notebook_image.slug},
         "notebook": {"pk": notebook.pk},
         "notebook_snooze": {"pk": notebook.pk, "action": "snooze"},
+        "api_token": {"pk": api_token_create(actor=developer, name="walk").token.pk},
+        "directory_change": {"pk": directory_change.pk},
     }
 
 

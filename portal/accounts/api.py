@@ -1,11 +1,18 @@
-from drf_spectacular.utils import extend_schema
+from dataclasses import asdict
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
+from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.accounts.models import User
-from portal.accounts.selectors import persona_of
+from portal.accounts.models import SsoProfile, User
+from portal.accounts.selectors import persona_of, sign_in_mapping, users_for_identity_page
+from portal.core.errors import NotFound
+from portal.core.http import api_user
 from tenants.selectors import memberships_of
 
 
@@ -37,3 +44,67 @@ class MeView(APIView):
     @extend_schema(responses=MeSerializer)
     def get(self, request: Request) -> Response:
         return Response(MeSerializer(request.user).data)  # type: ignore[arg-type]
+
+
+def _require_admin(user: User) -> None:
+    if not user.is_portal_admin:
+        raise NotFound("There is no such page.")
+
+
+class SignInMappingSerializer(serializers.Serializer[Any]):
+    sso_enabled = serializers.BooleanField()
+    issuer = serializers.CharField()
+    client_id = serializers.CharField()
+    scopes = serializers.CharField()
+    username_claim = serializers.CharField()
+    groups_claim = serializers.CharField()
+    tenant_group = serializers.CharField()
+    roles_claim = serializers.CharField()
+    admin_role = serializers.CharField()
+    finance_role = serializers.CharField()
+    membership_source = serializers.CharField()
+    break_glass_users = serializers.ListField(child=serializers.CharField())
+    keycloak_sync = serializers.BooleanField()
+
+
+class IdentityView(APIView):
+    """Admins: the sign-in mapping in force (claims to usernames, memberships, global roles)."""
+
+    @extend_schema(responses=SignInMappingSerializer)
+    def get(self, request: Request) -> Response:
+        _require_admin(api_user(request))
+        return Response(SignInMappingSerializer(asdict(sign_in_mapping())).data)
+
+
+class SsoProfileSerializer(serializers.ModelSerializer[SsoProfile]):
+    class Meta:
+        model = SsoProfile
+        fields = ("subject", "groups", "roles", "unmatched_groups", "signed_in_at")
+
+
+class UserSerializer(serializers.ModelSerializer[User]):
+    full_name = serializers.CharField(source="get_full_name")
+    tenants = MembershipSummarySerializer(source="memberships", many=True)
+    sso = serializers.SerializerMethodField()
+
+    class Meta:
+        model = User
+        fields = ("username", "email", "full_name", "global_role", "is_active", "tenants", "sso")
+
+    @extend_schema_field(SsoProfileSerializer(allow_null=True))
+    def get_sso(self, user: User) -> dict[str, Any] | None:
+        profile = getattr(user, "sso", None) if hasattr(user, "sso") else None
+        return SsoProfileSerializer(profile).data if profile else None
+
+
+class UserList(GenericAPIView[User]):
+    """Admins: every user, with memberships and what the provider said at their last sign-in."""
+
+    serializer_class = UserSerializer
+
+    @extend_schema(parameters=[OpenApiParameter("q", OpenApiTypes.STR)])
+    def get(self, request: Request) -> Response:
+        _require_admin(api_user(request))
+        users = users_for_identity_page(query=request.query_params.get("q", "").strip())
+        page = self.paginate_queryset(users)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)

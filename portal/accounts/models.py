@@ -30,3 +30,36 @@ class User(AbstractUser):
     def sees_all_tenants(self) -> bool:
         """Admins and finance read every tenant; everyone else only their own."""
         return self.global_role in (GlobalRole.ADMIN, GlobalRole.FINANCE)
+
+
+class SsoProfile(models.Model):
+    """What the identity provider said about a user at their last sign-in, for admins to see."""
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="sso")
+    subject = models.CharField(max_length=255, unique=True)
+    groups = models.JSONField(default=list, blank=True)
+    roles = models.JSONField(default=list, blank=True)
+    unmatched_groups = models.JSONField(default=list, blank=True)
+    signed_in_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.subject})"
+
+
+class ApiToken(models.Model):
+    """A personal API token. Only its SHA-256 digest is kept; the token is shown once."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

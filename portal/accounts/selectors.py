@@ -1,5 +1,10 @@
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Prefetch, Q, QuerySet
 from django.urls import reverse
 
+from portal.accounts.groups import tenant_group
 from portal.accounts.models import User
 from tenants.models import MemberRole, Membership
 
@@ -25,3 +30,59 @@ START_PAGES = {
 
 def start_url_for(user: User) -> str:
     return reverse(START_PAGES[persona_of(user)])
+
+
+@dataclass(frozen=True)
+class SignInMapping:
+    """The sign-in configuration in force, as admins see it on the identity page and API."""
+
+    sso_enabled: bool
+    issuer: str
+    client_id: str
+    scopes: str
+    username_claim: str
+    groups_claim: str
+    tenant_group: str
+    roles_claim: str
+    admin_role: str
+    finance_role: str
+    membership_source: str
+    break_glass_users: list[str]
+    keycloak_sync: bool
+
+    def example_groups(self, tenant_slug: str = "vision") -> dict[str, str]:
+        return {
+            role: tenant_group(self.tenant_group, tenant_slug, role) for role in MemberRole.values
+        }
+
+
+def sign_in_mapping() -> SignInMapping:
+    return SignInMapping(
+        sso_enabled=settings.SSO_ENABLED,
+        issuer=settings.OIDC_ISSUER_URL,
+        client_id=settings.OIDC_CLIENT_ID,
+        scopes=settings.OIDC_SCOPES,
+        username_claim=settings.OIDC_USERNAME_CLAIM,
+        groups_claim=settings.OIDC_GROUPS_CLAIM,
+        tenant_group=settings.PORTAL_TENANT_GROUP,
+        roles_claim=settings.OIDC_ROLES_CLAIM,
+        admin_role=settings.OIDC_ADMIN_ROLE,
+        finance_role=settings.OIDC_FINANCE_ROLE,
+        membership_source=settings.PORTAL_MEMBERSHIP_SOURCE,
+        break_glass_users=list(settings.PORTAL_BREAK_GLASS_USERS),
+        keycloak_sync=settings.KEYCLOAK_SYNC,
+    )
+
+
+def users_for_identity_page(*, query: str = "") -> QuerySet[User]:
+    """Every user with their last sign-in mapping and memberships, in three queries a page."""
+    users = (
+        User.objects.select_related("sso")
+        .prefetch_related(
+            Prefetch("memberships", queryset=Membership.objects.select_related("tenant"))
+        )
+        .order_by("username")
+    )
+    if query:
+        users = users.filter(Q(username__icontains=query) | Q(email__icontains=query))
+    return users

@@ -1,13 +1,13 @@
-from django.contrib.auth import views as auth_views
 from django.urls import path
+
+from portal.accounts import views
 
 app_name = "accounts"
 
 urlpatterns = [
-    path(
-        "login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
-        name="login",
-    ),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", views.LoginView.as_view(), name="login"),
+    path("logout/", views.sign_out, name="logout"),
+    path("oidc/login/", views.oidc_login, name="oidc-login"),
+    path("oidc/callback/", views.oidc_callback, name="oidc-callback"),
+    path("identity/", views.identity, name="identity"),
 ]

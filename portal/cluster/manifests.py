@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from portal.accounts.groups import tenant_group
 from portal.catalog.validators import quantity_parse
 from portal.cluster.models import MANAGED_BY
 
@@ -64,6 +65,8 @@ class BundleSpec:
     leads: tuple[str, ...] = ()
     developers: tuple[str, ...] = ()
     identity_prefix: str = ""
+    # the identity-provider group template (PORTAL_TENANT_GROUP) the RoleBindings bind
+    group_template: str = "/gpu-portal/tenants/{tenant}/{role}"
     ingress_namespace_labels: Mapping[str, str] = field(default_factory=dict)
     monitoring_namespace_labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -168,11 +171,6 @@ def _subjects(spec: BundleSpec, group: str, users: Iterable[str]) -> list[dict[s
     return subjects
 
 
-def tenant_group(tenant_slug: str, role: str) -> str:
-    """The identity-provider group whose members hold `role` in the tenant."""
-    return f"gpu-portal:{tenant_slug}:{role}s"
-
-
 def _role_binding(spec: BundleSpec, *, role: str, cluster_role: str) -> dict[str, Any]:
     users = spec.leads if role == "lead" else spec.developers
     return {
@@ -184,7 +182,9 @@ def _role_binding(spec: BundleSpec, *, role: str, cluster_role: str) -> dict[str
             "kind": "ClusterRole",
             "name": cluster_role,
         },
-        "subjects": _subjects(spec, tenant_group(spec.tenant_slug, role), users),
+        "subjects": _subjects(
+            spec, tenant_group(spec.group_template, spec.tenant_slug, role), users
+        ),
     }
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 
 from portal.accounts.models import User
@@ -82,6 +83,7 @@ def bundle_inputs(*, cluster: Cluster, tenants: Iterable[Tenant]) -> dict[int, B
             leads=tuple(members[tenant.pk][MemberRole.LEAD]),
             developers=tuple(members[tenant.pk][MemberRole.DEVELOPER]),
             identity_prefix=cluster.identity_prefix,
+            group_template=settings.PORTAL_TENANT_GROUP,
             ingress_namespace_labels=dict(cluster.ingress_namespace_labels),
             monitoring_namespace_labels=dict(cluster.monitoring_namespace_labels),
         )

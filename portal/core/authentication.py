@@ -3,12 +3,51 @@
 Kept apart from views and serializers: DRF imports this while it loads its own settings.
 """
 
-from rest_framework.authentication import SessionAuthentication
+from rest_framework.authentication import (
+    BaseAuthentication,
+    SessionAuthentication,
+    get_authorization_header,
+)
+from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
+
+from portal.accounts.models import ApiToken, User
+from portal.accounts.oidc import access_token_user
+from portal.accounts.tokens import api_token_authenticate, is_api_token
+
+CHALLENGE = 'Bearer realm="api"'
 
 
 class PortalSessionAuthentication(SessionAuthentication):
     """The browser session. Declares a challenge so anonymous callers get 401, not 403."""
 
     def authenticate_header(self, request: Request) -> str:
-        return 'Bearer realm="api"'
+        return CHALLENGE
+
+
+class PortalBearerAuthentication(BaseAuthentication):
+    """`Authorization: Bearer <token>`: a personal API token (`gpp_...`) or an identity
+    provider's access token. Without the header it answers None and leaves the call to the
+    session; a malformed, unknown, revoked or expired token is 401. No CSRF check: the token
+    is sent deliberately, never by the browser on its own."""
+
+    def authenticate(self, request: Request) -> tuple[User, ApiToken | None] | None:
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != b"bearer":
+            return None  # no header, or another scheme: not ours to judge
+        if len(parts) != 2:
+            raise AuthenticationFailed("Malformed Authorization header: send `Bearer <token>`.")
+        try:
+            text = parts[1].decode("ascii")
+        except UnicodeDecodeError:
+            raise AuthenticationFailed("Unknown or invalid token.") from None
+        if is_api_token(text):
+            token = api_token_authenticate(text)
+            return token.user, token
+        user = access_token_user(text)
+        if not user.is_active:
+            raise AuthenticationFailed("User inactive or deleted.")
+        return user, None
+
+    def authenticate_header(self, request: Request) -> str:
+        return CHALLENGE

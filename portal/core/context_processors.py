@@ -16,6 +16,7 @@ NAVIGATION = [
     ("Quota requests", "tenants:quota-queue", {"admin"}),
     ("Catalog", "catalog:overview", {"admin"}),
     ("Clusters", "cluster:clusters", {"admin"}),
+    ("Identity", "accounts:identity", {"admin"}),
     ("Capacity", "cluster:capacity", {"developer", "lead"}),
     ("All requests", "allocations:all", {"finance", "admin"}),
     ("Audit log", "audit", {"developer", "lead", "finance", "admin"}),

@@ -118,9 +118,12 @@ def test_role_bindings_give_leads_edit_without_network_policies_and_developers_v
     developers = by_kind(manifests, "RoleBinding", "gpu-portal-developers")
     assert leads["roleRef"]["name"] == "gpu-portal-tenant-lead"
     assert developers["roleRef"]["name"] == "view"
-    assert [s["name"] for s in leads["subjects"]] == ["oidc:gpu-portal:vision:leads", "oidc:lee"]
+    assert [s["name"] for s in leads["subjects"]] == [
+        "oidc:/gpu-portal/tenants/vision/leads",
+        "oidc:lee",
+    ]
     assert [s["name"] for s in developers["subjects"]] == [
-        "oidc:gpu-portal:vision:developers",
+        "oidc:/gpu-portal/tenants/vision/developers",
         "oidc:ann",
         "oidc:dana",
     ]

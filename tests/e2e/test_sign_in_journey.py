@@ -10,7 +10,7 @@ LEAD_NAVIGATION = [
 ]  # fmt: skip
 ADMIN_NAVIGATION = [
     "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Tenants",
-    "Quota requests", "Catalog", "Clusters", "All requests", "Audit log",
+    "Quota requests", "Catalog", "Clusters", "Identity", "All requests", "Audit log",
 ]  # fmt: skip
 
 

@@ -1,0 +1,19 @@
+from django import forms
+
+from portal.accounts.tokens import NAME_MAX_LENGTH
+
+
+class ApiTokenForm(forms.Form):
+    """A new personal API token: a name to recognise it by, and how long it lives."""
+
+    name = forms.CharField(
+        max_length=NAME_MAX_LENGTH,
+        help_text="What will use it, e.g. “CI pipeline” or “laptop CLI”.",
+    )
+    expires_in_days = forms.TypedChoiceField(label="Expires in", coerce=int)
+
+    def __init__(self, *args: object, choices: list[int], default: int, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        field = self.fields["expires_in_days"]
+        field.choices = [(days, f"{days} days") for days in choices]  # type: ignore[attr-defined]
+        field.initial = default if default in choices else choices[-1]

@@ -1,0 +1,244 @@
+"""The OpenID Connect provider: the only module that talks to it.
+
+Sign-in is the authorization code flow through Authlib: endpoints and keys from the issuer's
+discovery document, PKCE (S256), state kept in the session, and an ID token whose signature
+(OIDC_SIGNING_ALGORITHMS, RS256 by default), issuer, audience, expiry and nonce are checked.
+Access tokens the provider issues are accepted on the API once checked against the same keys,
+the issuer and OIDC_API_AUDIENCE.
+"""
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+from authlib.integrations.base_client import OAuthError
+from authlib.integrations.django_client import DjangoOAuth2App, OAuth
+from django.conf import settings
+from django.http import HttpRequest, HttpResponseRedirect
+from joserfc import jwt
+from joserfc.errors import InvalidKeyIdError, JoseError
+from joserfc.jwk import KeySet
+from joserfc.jws import JWSRegistry
+from rest_framework.exceptions import AuthenticationFailed
+
+from portal.accounts.models import User
+
+logger = logging.getLogger(__name__)
+
+# The discovery document and keys are read again after this long (keys also on an unknown
+# key id, at most once a minute, so tokens with made-up key ids cannot hammer the provider).
+METADATA_MAX_AGE_SECONDS = 3600
+KEYS_REFETCH_SECONDS = 60
+LEEWAY_SECONDS = 60
+
+
+class SignInRefused(Exception):
+    """The provider's answer cannot be trusted or used; `reason` says why, for the person."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ProviderUnavailable(SignInRefused):
+    """The provider could not be reached or answered with an error."""
+
+
+@dataclass(frozen=True)
+class _Config:
+    issuer: str
+    client_id: str
+    client_secret: str
+    scopes: str
+    timeout: int
+
+
+_apps: dict[_Config, DjangoOAuth2App] = {}
+_keys_fetched_at: dict[_Config, float] = {}
+_lock = threading.Lock()
+
+
+def _config() -> _Config:
+    return _Config(
+        issuer=settings.OIDC_ISSUER_URL,
+        client_id=settings.OIDC_CLIENT_ID,
+        client_secret=settings.OIDC_CLIENT_SECRET or "",
+        scopes=settings.OIDC_SCOPES,
+        timeout=settings.OIDC_TIMEOUT_SECONDS,
+    )
+
+
+def _provider() -> tuple[DjangoOAuth2App, dict[str, Any], _Config]:
+    """The registered client and its discovery document, read again when stale."""
+    config = _config()
+    with _lock:
+        app = _apps.get(config)
+        if app is None:
+            app = OAuth().register(
+                name="portal",
+                client_id=config.client_id,
+                client_secret=config.client_secret or None,
+                server_metadata_url=f"{config.issuer}/.well-known/openid-configuration",
+                client_kwargs={
+                    "scope": config.scopes,
+                    "code_challenge_method": "S256",
+                    "default_timeout": config.timeout,
+                },
+            )
+            _apps[config] = app
+        loaded_at = app.server_metadata.get("_loaded_at", 0)
+        if time.time() - loaded_at > METADATA_MAX_AGE_SECONDS:
+            app.server_metadata = {}
+        try:
+            metadata = app.load_server_metadata()
+        except (requests.RequestException, ValueError) as error:
+            raise ProviderUnavailable(
+                f"The identity provider's discovery document could not be read ({error})."
+            ) from error
+    if metadata.get("issuer") != config.issuer:
+        raise SignInRefused(
+            f"The provider's discovery document names the issuer {metadata.get('issuer')!r}, "
+            f"not {config.issuer!r}."
+        )
+    # Only the configured algorithms, whatever else the provider offers.
+    metadata["id_token_signing_alg_values_supported"] = list(settings.OIDC_SIGNING_ALGORITHMS)
+    return app, metadata, config
+
+
+def authorization_redirect(request: HttpRequest, *, redirect_uri: str) -> HttpResponseRedirect:
+    """Send the browser to the provider's sign-in page (state, nonce and PKCE verifier in the
+    session)."""
+    app, _, _ = _provider()
+    return app.authorize_redirect(request, redirect_uri=redirect_uri)  # type: ignore[no-any-return]
+
+
+def callback_claims(request: HttpRequest) -> tuple[dict[str, Any], str]:
+    """The checked ID token's claims (with the userinfo answer merged in) and the raw ID token.
+
+    Raises SignInRefused (tampered or replayed state, a provider error, a bad signature,
+    issuer, audience, nonce or an expired token) or ProviderUnavailable.
+    """
+    app, metadata, config = _provider()
+    options = {
+        "iss": {"essential": True, "value": config.issuer},
+        "aud": {"essential": True, "value": config.client_id},
+    }
+    try:
+        token = app.authorize_access_token(request, claims_options=options, leeway=LEEWAY_SECONDS)
+    except OAuthError as error:
+        if error.error == "mismatching_state":
+            raise SignInRefused(
+                "The sign-in answer does not match a sign-in started here (state mismatch). "
+                "Start again."
+            ) from error
+        raise SignInRefused(
+            f"The identity provider refused the sign-in: {error.description or error.error}."
+        ) from error
+    except JoseError as error:
+        raise SignInRefused(f"The ID token failed its checks: {_jose_reason(error)}.") from error
+    except requests.RequestException as error:
+        raise ProviderUnavailable(
+            f"The identity provider could not be reached ({error})."
+        ) from error
+    if not token.get("userinfo") or not token.get("id_token"):
+        raise SignInRefused("The provider answered without an ID token.")
+    claims = dict(token["userinfo"])
+    if metadata.get("userinfo_endpoint") and token.get("access_token"):
+        try:
+            extra = app.userinfo(token=token)
+        except (requests.RequestException, OAuthError) as error:
+            logger.warning("userinfo could not be read, using the ID token only: %s", error)
+        else:
+            if extra.get("sub") == claims["sub"]:
+                claims = {**extra, **claims}
+    return claims, token["id_token"]
+
+
+def logout_url(*, id_token: str, post_logout_redirect_uri: str) -> str | None:
+    """Where to send the browser to end the provider's session too, if the provider can."""
+    try:
+        app, metadata, config = _provider()
+    except SignInRefused:
+        return None
+    if not metadata.get("end_session_endpoint"):
+        return None
+    result = app.create_logout_url(
+        post_logout_redirect_uri=post_logout_redirect_uri,
+        id_token_hint=id_token or None,
+        client_id=config.client_id,
+    )
+    return str(result["url"])
+
+
+def _jose_reason(error: JoseError) -> str:
+    claim = getattr(error, "claim", None)
+    if error.error == "expired_token":
+        return "it has expired"
+    if claim == "aud":
+        return "it was issued for another client (audience)"
+    if claim == "nonce":
+        return "its nonce does not match this sign-in"
+    if claim == "iss":
+        return "it was issued by another provider"
+    if claim:
+        return f"the {claim!r} claim is invalid or missing"
+    return error.description or error.error
+
+
+def _key_set(app: DjangoOAuth2App, config: _Config, *, refresh: bool) -> KeySet:
+    if refresh:
+        now = time.monotonic()
+        if now - _keys_fetched_at.get(config, float("-inf")) < KEYS_REFETCH_SECONDS:
+            raise InvalidKeyIdError
+        _keys_fetched_at[config] = now
+    return KeySet.import_key_set(app.fetch_jwk_set(force=refresh))
+
+
+def access_token_claims(token: str) -> dict[str, Any]:
+    """The claims of a provider-issued JWT access token, checked locally: signature with the
+    provider's (cached) keys, issuer, audience OIDC_API_AUDIENCE, expiry. Raises
+    AuthenticationFailed."""
+    if not settings.SSO_ENABLED:
+        raise AuthenticationFailed("Unknown or invalid token.")
+    try:
+        app, _, config = _provider()
+    except SignInRefused as error:
+        raise AuthenticationFailed(error.reason) from error
+    registry = JWSRegistry(algorithms=list(settings.OIDC_SIGNING_ALGORITHMS))
+    try:
+        try:
+            decoded = jwt.decode(token, _key_set(app, config, refresh=False), registry=registry)
+        except InvalidKeyIdError:
+            decoded = jwt.decode(token, _key_set(app, config, refresh=True), registry=registry)
+        jwt.JWTClaimsRegistry(
+            leeway=LEEWAY_SECONDS,
+            iss={"essential": True, "value": config.issuer},
+            aud={"essential": True, "value": settings.OIDC_API_AUDIENCE},
+            exp={"essential": True},
+            sub={"essential": True},
+        ).validate(decoded.claims)
+    except (JoseError, ValueError) as error:
+        reason = _jose_reason(error) if isinstance(error, JoseError) else "it is not a JWT"
+        raise AuthenticationFailed(f"The access token was refused: {reason}.") from error
+    except requests.RequestException as error:
+        raise AuthenticationFailed(
+            "The identity provider's keys could not be read; try again."
+        ) from error
+    return decoded.claims
+
+
+def access_token_user(token: str) -> User:
+    """The user a provider-issued access token stands for. Raises AuthenticationFailed."""
+    from portal.accounts.sso import sso_token_user  # noqa: PLC0415  (the service uses this gateway)
+
+    return sso_token_user(claims=access_token_claims(token))
+
+
+def forget_provider() -> None:
+    """Drop the cached clients, documents and keys (settings changed, e.g. in tests)."""
+    with _lock:
+        _apps.clear()
+        _keys_fetched_at.clear()

@@ -1,0 +1,252 @@
+"""Single sign-on: from the provider's claims to the portal's users, roles and memberships.
+
+The mapping is applied at every sign-in: the global role from the client roles claim, and,
+when the identity provider is the source of memberships, the tenant memberships from the
+groups claim, added and removed to match. Each change is an audit event.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.exceptions import AuthenticationFailed
+
+from portal.accounts.groups import tenant_role_of_group
+from portal.accounts.models import GlobalRole, SsoProfile, User
+from portal.accounts.services import user_create
+from portal.core.audit import audit_record
+from tenants.models import MemberRole, Membership, Tenant, TenantState
+from tenants.services import membership_remove, membership_set
+
+
+class SignInDenied(Exception):
+    """The claims are fine but cannot be used (no username, the name belongs to a local account)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _claim(claims: Mapping[str, Any], path: str) -> Any:
+    """A claim by dotted path (`resource_access.gpu-portal.roles`), or None."""
+    value: Any = claims
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [item for item in value if isinstance(item, str)]
+    return []
+
+
+@dataclass(frozen=True)
+class ClaimMapping:
+    """What the claims ask for, before it is checked against the tenants that exist."""
+
+    subject: str
+    username: str
+    email: str
+    first_name: str
+    last_name: str
+    groups: list[str]
+    roles: list[str]
+    global_role: GlobalRole
+    # tenant slug -> role; lead wins over developer
+    memberships: dict[str, MemberRole] = field(default_factory=dict)
+    # groups that name no tenant role
+    unmatched_groups: list[str] = field(default_factory=list)
+
+
+def claims_mapping(claims: Mapping[str, Any]) -> ClaimMapping:
+    """Read the configured claims (OIDC_USERNAME_CLAIM, OIDC_GROUPS_CLAIM, OIDC_ROLES_CLAIM,
+    PORTAL_TENANT_GROUP, OIDC_ADMIN_ROLE, OIDC_FINANCE_ROLE). Raises SignInDenied without a
+    username."""
+    username = _claim(claims, settings.OIDC_USERNAME_CLAIM)
+    if not isinstance(username, str) or not username.strip():
+        raise SignInDenied(
+            f"The identity provider sent no {settings.OIDC_USERNAME_CLAIM!r} claim to name you by."
+        )
+    groups = sorted(set(_strings(_claim(claims, settings.OIDC_GROUPS_CLAIM))))
+    roles = sorted(set(_strings(_claim(claims, settings.OIDC_ROLES_CLAIM))))
+    global_role = GlobalRole.NONE
+    if settings.OIDC_ADMIN_ROLE in roles:
+        global_role = GlobalRole.ADMIN
+    elif settings.OIDC_FINANCE_ROLE in roles:
+        global_role = GlobalRole.FINANCE
+    memberships: dict[str, MemberRole] = {}
+    unmatched = []
+    for group in groups:
+        tenant_role = tenant_role_of_group(settings.PORTAL_TENANT_GROUP, group)
+        if tenant_role is None:
+            unmatched.append(group)
+            continue
+        slug, role = tenant_role
+        if memberships.get(slug) != MemberRole.LEAD:
+            memberships[slug] = role
+    return ClaimMapping(
+        subject=str(claims.get("sub", "")),
+        username=username.strip()[:150],
+        email=str(claims.get("email") or "")[:254],
+        first_name=str(claims.get("given_name") or "")[:150],
+        last_name=str(claims.get("family_name") or "")[:150],
+        groups=groups,
+        roles=roles,
+        global_role=global_role,
+        memberships=memberships,
+        unmatched_groups=unmatched,
+    )
+
+
+@dataclass(frozen=True)
+class SignInOutcome:
+    user: User
+    mapping: ClaimMapping
+    # False when the claims give no global role and no membership: no session is opened
+    has_access: bool
+
+
+def _user_for(mapping: ClaimMapping) -> User:
+    profile = SsoProfile.objects.select_related("user").filter(subject=mapping.subject).first()
+    if profile is not None:
+        return User.objects.select_for_update().get(pk=profile.user_id)
+    existing = User.objects.select_for_update().filter(username=mapping.username).first()
+    if existing is None:
+        return user_create(
+            actor=None,
+            username=mapping.username,
+            email=mapping.email,
+            first_name=mapping.first_name,
+            last_name=mapping.last_name,
+            password=None,
+        )
+    # A local account with a password is someone else's (or a break-glass account): the
+    # provider cannot take it over by naming it.
+    if existing.has_usable_password() or SsoProfile.objects.filter(user=existing).exists():
+        raise SignInDenied(
+            f"The username {mapping.username!r} belongs to another account here. "
+            "Ask an administrator to sort it out."
+        )
+    return existing
+
+
+def _apply_global_role(user: User, role: GlobalRole) -> dict[str, list[Any]]:
+    if user.global_role == role:
+        return {}
+    before = user.global_role
+    user.global_role = role
+    user.is_staff = user.is_superuser = role == GlobalRole.ADMIN
+    user.save(update_fields=["global_role", "is_staff", "is_superuser"])
+    return {"global_role": [before or None, role or None]}
+
+
+def _apply_memberships(
+    user: User, wanted: dict[str, MemberRole]
+) -> tuple[dict[str, list[Any]], list[str]]:
+    """Add, change and remove the user's memberships to match `wanted`; return the before/after
+    change and the wanted slugs that name no (live) tenant."""
+    tenants = {
+        tenant.slug: tenant
+        for tenant in Tenant.objects.filter(slug__in=wanted).exclude(state=TenantState.ARCHIVED)
+    }
+    current = {
+        membership.tenant.slug: membership
+        for membership in Membership.objects.filter(user=user)
+        .exclude(tenant__state=TenantState.ARCHIVED)
+        .select_related("tenant")
+    }
+    for slug, role in wanted.items():
+        if slug in tenants and (slug not in current or current[slug].role != role):
+            membership_set(actor=None, tenant=tenants[slug], user=user, role=role)
+    for slug, membership in current.items():
+        if slug not in wanted or slug not in tenants:
+            membership_remove(actor=None, tenant=membership.tenant, username=user.username)
+    before = {slug: str(membership.role) for slug, membership in sorted(current.items())}
+    after = {slug: str(role) for slug, role in sorted(wanted.items()) if slug in tenants}
+    missing = sorted(slug for slug in wanted if slug not in tenants)
+    return ({"memberships": [before, after]} if before != after else {}), missing
+
+
+@transaction.atomic
+def sso_sign_in(*, claims: Mapping[str, Any]) -> SignInOutcome:
+    """Find or create the user the checked claims name, and apply the mapping.
+
+    The user is found by the provider's subject; on a first sign-in by a username that is not
+    a local password account (or created). Raises SignInDenied.
+    """
+    mapping = claims_mapping(claims)
+    if not mapping.subject:
+        raise SignInDenied("The identity provider sent no subject ('sub') claim.")
+    user = _user_for(mapping)
+    if not user.is_active:
+        raise SignInDenied("This account is disabled here. Ask an administrator.")
+    changes: dict[str, list[Any]] = {}
+    profile_fields = {
+        "email": mapping.email,
+        "first_name": mapping.first_name,
+        "last_name": mapping.last_name,
+    }
+    if any(value and getattr(user, name) != value for name, value in profile_fields.items()):
+        for name, value in profile_fields.items():
+            if value:
+                setattr(user, name, value)
+        user.save(update_fields=list(profile_fields))
+    changes |= _apply_global_role(user, mapping.global_role)
+    unmatched = list(mapping.unmatched_groups)
+    if settings.PORTAL_MEMBERSHIP_SOURCE == "identity-provider":
+        membership_changes, missing = _apply_memberships(user, mapping.memberships)
+        changes |= membership_changes
+        for group in mapping.groups:
+            tenant_role = tenant_role_of_group(settings.PORTAL_TENANT_GROUP, group)
+            if tenant_role is not None and tenant_role[0] in missing:
+                unmatched.append(group)
+    SsoProfile.objects.update_or_create(
+        user=user,
+        defaults={
+            "subject": mapping.subject,
+            "groups": mapping.groups,
+            "roles": mapping.roles,
+            "unmatched_groups": sorted(unmatched),
+            "signed_in_at": timezone.now(),
+        },
+    )
+    user.last_login = timezone.now()
+    user.save(update_fields=["last_login"])
+    if changes:
+        audit_record(
+            actor=None,
+            action="user.sso_mapping",
+            target=user,
+            changes=changes,
+            comment="Applied from the identity provider's claims at sign-in.",
+        )
+    has_access = (
+        user.global_role != GlobalRole.NONE or Membership.objects.filter(user=user).exists()
+    )
+    return SignInOutcome(user=user, mapping=mapping, has_access=has_access)
+
+
+def sso_token_user(*, claims: Mapping[str, Any]) -> User:
+    """The user a checked provider access token stands for. A subject seen before is that
+    user; a new one (e.g. a service account) is signed in once with the token's claims.
+    Raises AuthenticationFailed."""
+    profile = SsoProfile.objects.select_related("user").filter(subject=claims["sub"]).first()
+    if profile is not None:
+        if not profile.user.is_active:
+            raise AuthenticationFailed("This account is disabled.")
+        return profile.user
+    try:
+        outcome = sso_sign_in(claims=claims)
+    except SignInDenied as error:
+        raise AuthenticationFailed(error.reason) from error
+    if not outcome.has_access:
+        raise AuthenticationFailed("The token's claims give no role in the portal.")
+    return outcome.user

@@ -1,0 +1,80 @@
+"""The API tokens page: each signed-in user's own personal tokens, a form that issues one and
+shows it once, and revoking. Writes go through accounts.tokens."""
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+
+from portal.accounts.forms import ApiTokenForm
+from portal.accounts.tokens import (
+    IssuedToken,
+    api_token_create,
+    api_token_default_days,
+    api_token_expiry_choices,
+    api_token_for,
+    api_token_revoke,
+    api_tokens_of,
+)
+from portal.core.http import AuthenticatedHttpRequest
+from portal.core.pages import form_page
+
+PER_PAGE = 25
+TEMPLATE = "accounts/tokens.html"
+
+
+def _form(request: AuthenticatedHttpRequest, *, bound: bool) -> ApiTokenForm:
+    return ApiTokenForm(
+        request.POST if bound else None,
+        choices=api_token_expiry_choices(),
+        default=api_token_default_days(),
+    )
+
+
+def _context(request: AuthenticatedHttpRequest, **extra: Any) -> dict[str, Any]:
+    page = Paginator(api_tokens_of(request.user), PER_PAGE).get_page(request.GET.get("page"))
+    return {"page": page, **extra}
+
+
+@login_required
+@never_cache  # the answer to a create holds the token: no cache may keep it
+def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The user's tokens; a POST issues one and shows it in this answer only (a reload shows
+    the list without it)."""
+    if request.htmx and request.method == "GET":
+        return render(request, f"{TEMPLATE}#tokens-table", _context(request))
+
+    def show_once(issued: IssuedToken) -> HttpResponse:
+        context = _context(request, issued=issued, form=_form(request, bound=False))
+        return render(request, TEMPLATE, context)
+
+    return form_page(
+        request,
+        form=_form(request, bound=request.method == "POST"),
+        template=TEMPLATE,
+        context=_context(request),
+        save=lambda data: api_token_create(
+            actor=request.user, name=data["name"], expires_in_days=data["expires_in_days"]
+        ),
+        success=show_once,
+    )
+
+
+@login_required
+def token_revoke(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """GET asks for confirmation (the path without JavaScript; htmx asks with hx-confirm and
+    posts straight away); POST revokes. Someone else's token is 404."""
+    token = api_token_for(request.user, pk)
+    if request.method != "POST":
+        context = _context(request, confirm=token, form=_form(request, bound=False))
+        return render(request, TEMPLATE, context)
+    api_token_revoke(actor=request.user, token=token)
+    notice = f"API token “{token.name}” was revoked; it no longer works on the API."
+    if request.htmx:
+        return render(request, f"{TEMPLATE}#tokens-table", _context(request, notice=notice))
+    messages.success(request, notice)
+    return redirect("tokens:list")

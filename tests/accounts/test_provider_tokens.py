@@ -1,0 +1,186 @@
+"""Access tokens the identity provider issues, on the API: checked locally against the provider's
+published keys (fetched once and cached), its issuer and the API audience."""
+
+from typing import Any
+
+import pytest
+import requests
+from django.test import Client
+
+from portal.accounts.models import GlobalRole, User
+from tenants.models import Membership, Tenant
+from tests.oidc.fixtures import callback_path, sso_configured
+from tests.oidc.issuer import KeycloakIssuer, rsa_key
+
+LEE = {
+    "sub": "lee-sub",
+    "preferred_username": "lee",
+    "groups": ["/gpu-portal/tenants/vision/developers"],
+}
+
+
+def _me(token: str) -> tuple[int, dict[str, Any]]:
+    response = Client().get("/api/v1/me", HTTP_AUTHORIZATION=f"Bearer {token}")
+    return response.status_code, response.json()
+
+
+def test_a_provider_access_token_works_on_the_api(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+
+    status, body = _me(keycloak_issuer.mint())
+
+    assert status == 200
+    assert body["username"] == "lee"
+    assert body["tenants"] == [{"slug": "vision", "name": tenant_a.name, "role": "developer"}]
+
+
+def test_a_known_subject_is_the_user_who_signed_in_before(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+    client = Client()
+    start = client.get("/accounts/oidc/login/")
+    back = requests.get(start["Location"], allow_redirects=False, timeout=5).headers["Location"]
+    client.get(callback_path(back))
+
+    status, body = _me(keycloak_issuer.mint(preferred_username="renamed-in-token"))
+
+    assert status == 200
+    assert body["username"] == "lee"
+    assert User.objects.count() == 1
+
+
+def test_a_service_account_with_a_client_role_is_an_admin(
+    keycloak_issuer: KeycloakIssuer, db: None
+) -> None:
+    token = keycloak_issuer.mint(
+        sub="svc-sub",
+        preferred_username="service-account-ci",
+        resource_access={"gpu-portal": {"roles": ["admin"]}},
+    )
+
+    status, body = _me(token)
+
+    assert status == 200
+    assert body["global_role"] == "admin"
+    assert User.objects.get(username="service-account-ci").global_role == GlobalRole.ADMIN
+
+
+@pytest.mark.parametrize(
+    ("token_kwargs", "reason"),
+    [
+        ({"audience": "account"}, "another client (audience)"),
+        ({"audience": ["account", "broker"]}, "another client (audience)"),
+        ({"lifetime": -600}, "it has expired"),
+        ({"iss": "http://127.0.0.1:1/realms/other"}, "another provider"),
+    ],
+)
+def test_tokens_for_another_audience_expired_or_from_elsewhere_are_401(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant, token_kwargs, reason
+) -> None:
+    keycloak_issuer.user = LEE
+
+    response = Client().get(
+        "/api/v1/me", HTTP_AUTHORIZATION=f"Bearer {keycloak_issuer.mint(**token_kwargs)}"
+    )
+
+    assert response.status_code == 401
+    assert reason in response.json()["error"]["message"]
+    assert response["WWW-Authenticate"] == 'Bearer realm="api"'
+    assert not Membership.objects.exists()
+
+
+def test_a_token_signed_with_another_key_is_401(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+    keycloak_issuer.signing_key = rsa_key("realm-key")
+
+    status, _ = _me(keycloak_issuer.mint())
+
+    assert status == 401
+
+
+def test_a_list_audience_naming_the_api_is_accepted(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+
+    status, _ = _me(keycloak_issuer.mint(audience=["account", "gpu-portal"]))
+
+    assert status == 200
+
+
+def test_keys_are_fetched_once_and_an_unknown_key_id_refetches_at_most_once_a_minute(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+    for _ in range(3):
+        assert _me(keycloak_issuer.mint())[0] == 200
+    certs = "GET /realms/gpu-portal/protocol/openid-connect/certs"
+    assert keycloak_issuer.requests.count(certs) == 1
+
+    keycloak_issuer.signing_key = rsa_key("unknown-key")
+    for _ in range(3):
+        assert _me(keycloak_issuer.mint())[0] == 401
+
+    assert keycloak_issuer.requests.count(certs) == 2
+
+
+def test_rotated_keys_are_picked_up(keycloak_issuer: KeycloakIssuer, tenant_a: Tenant) -> None:
+    keycloak_issuer.user = LEE
+    assert _me(keycloak_issuer.mint())[0] == 200
+
+    keycloak_issuer.key = rsa_key("rotated-key")
+
+    assert _me(keycloak_issuer.mint())[0] == 200
+
+
+def test_with_sso_off_only_personal_tokens_work(db: None) -> None:
+    status, body = _me("eyJhbGciOiJSUzI1NiJ9.e30.c2ln")
+
+    assert status == 401
+    assert "invalid token" in body["error"]["message"]
+
+
+def test_a_provider_that_is_down_answers_401_not_500(db: None) -> None:
+    with sso_configured("http://127.0.0.1:9/realms/nowhere"):
+        status, body = _me("eyJhbGciOiJSUzI1NiJ9.e30.c2ln")
+
+    assert status == 401
+    assert "could not be read" in body["error"]["message"]
+
+
+def test_tokens_that_are_not_jwts_are_401(keycloak_issuer: KeycloakIssuer, db: None) -> None:
+    status, _ = _me("not-a-jwt")
+
+    assert status == 401
+
+
+def test_an_inactive_users_provider_token_is_401(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+    assert _me(keycloak_issuer.mint())[0] == 200
+    User.objects.filter(username="lee").update(is_active=False)
+
+    assert _me(keycloak_issuer.mint())[0] == 401
+
+
+def test_bearer_requests_need_no_csrf_token(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+    client = Client(enforce_csrf_checks=True)
+
+    response = client.post(
+        "/api/v1/requests/",
+        {},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {keycloak_issuer.mint()}",
+    )
+
+    assert response.status_code == 400  # the body is checked, not a CSRF token
+    assert "tenant" in response.json()["error"]["fields"]
