@@ -234,16 +234,16 @@ OIDC_PROVIDER_NAME = env.text_or("OIDC_PROVIDER_NAME", "Keycloak")
 OIDC_SCOPES = env.text_or("OIDC_SCOPES", "openid email profile")
 OIDC_SIGNING_ALGORITHMS = env.items("OIDC_SIGNING_ALGORITHMS", default=["RS256"])
 OIDC_TIMEOUT_SECONDS = env.integer("OIDC_TIMEOUT_SECONDS", default=10, minimum=1)
-# Provider access tokens accepted on the API must name this audience.
+# Provider access tokens accepted on the API must name this audience and have been issued to
+# one of these clients (`azp`): the portal's own and, e.g., a CI service account's.
 OIDC_API_AUDIENCE = env.text_or("OIDC_API_AUDIENCE", OIDC_CLIENT_ID)
+OIDC_API_CLIENTS = env.items("OIDC_API_CLIENTS", default=[OIDC_CLIENT_ID] if OIDC_CLIENT_ID else [])
 # How claims map to the portal: the username, the groups that become memberships (the
 # template's {tenant} is a tenant slug and {role} is `leads` or `developers`; RoleBindings
 # name the same groups), and the client roles that become the global roles.
 OIDC_USERNAME_CLAIM = env.text_or("OIDC_USERNAME_CLAIM", "preferred_username")
 OIDC_GROUPS_CLAIM = env.text_or("OIDC_GROUPS_CLAIM", "groups")
-OIDC_ROLES_CLAIM = env.text_or("OIDC_ROLES_CLAIM", "resource_access.{client_id}.roles").replace(
-    "{client_id}", OIDC_CLIENT_ID
-)
+OIDC_ROLES_CLAIM = env.text_or("OIDC_ROLES_CLAIM", "resource_access.{client_id}.roles")
 OIDC_ADMIN_ROLE = env.text_or("OIDC_ADMIN_ROLE", "admin")
 OIDC_FINANCE_ROLE = env.text_or("OIDC_FINANCE_ROLE", "finance")
 PORTAL_TENANT_GROUP = env.text_or("PORTAL_TENANT_GROUP", "/gpu-portal/tenants/{tenant}/{role}")

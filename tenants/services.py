@@ -4,9 +4,11 @@ audit event each."""
 from fractions import Fraction
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from portal.accounts.groups import tenant_group
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import GpuEqError, GpuEqInput, gpu_eq_parse
 from portal.catalog.models import GpuModel
@@ -161,11 +163,37 @@ def tenant_change_state(*, actor: User, tenant: Tenant, action: str, comment: st
     return tenant
 
 
+def memberships_follow_identity_provider() -> bool:
+    """With SSO on and the provider as the source, memberships change only at sign-in."""
+    return settings.SSO_ENABLED and settings.PORTAL_MEMBERSHIP_SOURCE == "identity-provider"
+
+
+def _refuse_unless_from_provider(tenant: Tenant, from_identity_provider: bool) -> None:
+    if memberships_follow_identity_provider() and not from_identity_provider:
+        leads, developers = (
+            tenant_group(settings.PORTAL_TENANT_GROUP, tenant.slug, role)
+            for role in (MemberRole.LEAD, MemberRole.DEVELOPER)
+        )
+        raise Conflict(
+            "Memberships come from the identity provider: add the person to or remove them "
+            f"from {leads} or {developers} there; it applies at their next sign-in."
+        )
+
+
 @transaction.atomic
 def membership_set(
-    *, actor: User | None, tenant: Tenant, user: User, role: MemberRole
+    *,
+    actor: User | None,
+    tenant: Tenant,
+    user: User,
+    role: MemberRole,
+    from_identity_provider: bool = False,
 ) -> Membership:
-    """Make `user` a member of `tenant` with `role`, adding or changing the membership."""
+    """Make `user` a member of `tenant` with `role`, adding or changing the membership.
+
+    Raises Conflict when memberships follow the identity provider and this is not its sign-in.
+    """
+    _refuse_unless_from_provider(tenant, from_identity_provider)
     if role not in MemberRole.values:
         raise ValidationFailed(f"Unknown role {role!r}.", fields={"role": ["Unknown role."]})
     membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
@@ -199,8 +227,12 @@ def membership_set(
 
 
 @transaction.atomic
-def membership_remove(*, actor: User | None, tenant: Tenant, username: str) -> None:
-    """Remove the user named `username` from `tenant`. Raises NotFound if no such member."""
+def membership_remove(
+    *, actor: User | None, tenant: Tenant, username: str, from_identity_provider: bool = False
+) -> None:
+    """Remove the user named `username` from `tenant`. Raises NotFound if no such member, and
+    Conflict when memberships follow the identity provider and this is not its sign-in."""
+    _refuse_unless_from_provider(tenant, from_identity_provider)
     membership = (
         Membership.objects.select_for_update()
         .filter(tenant=tenant, user__username=username)

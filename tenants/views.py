@@ -3,6 +3,7 @@ with its members, quotas and quota requests. Every write goes through tenants.se
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -12,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from portal.accounts.groups import tenant_group
 from portal.cluster.selectors import provisioning_overview
 from portal.core.errors import ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
@@ -27,7 +29,7 @@ from tenants.forms import (
     TenantCreateForm,
     TenantPolicyForm,
 )
-from tenants.models import QuotaRequest, Tenant, TenantState
+from tenants.models import MemberRole, QuotaRequest, Tenant, TenantState
 from tenants.selectors import (
     memberships_of,
     quota_lines,
@@ -130,6 +132,11 @@ def _detail_context(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[s
         "role": role,
         "is_admin": user.is_portal_admin,
         "can_lead": allows(user, tenant, Access.LEAD, role=role),
+        "members_from_provider": services.memberships_follow_identity_provider(),
+        "tenant_groups": {
+            role: tenant_group(settings.PORTAL_TENANT_GROUP, tenant.slug, role)
+            for role in MemberRole.values
+        },
         "can_ask_quota": allows(user, tenant, Access.ASK_QUOTA, role=role),
         "lines": quota_lines(tenant),
         "memberships": tenant.memberships.select_related("user").order_by("user__username"),

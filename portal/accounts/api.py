@@ -63,6 +63,8 @@ class SignInMappingSerializer(serializers.Serializer[Any]):
     admin_role = serializers.CharField()
     finance_role = serializers.CharField()
     membership_source = serializers.CharField()
+    api_audience = serializers.CharField()
+    api_clients = serializers.ListField(child=serializers.CharField())
     break_glass_users = serializers.ListField(child=serializers.CharField())
     keycloak_sync = serializers.BooleanField()
 

@@ -4,7 +4,7 @@ Sign-in is the authorization code flow through Authlib: endpoints and keys from 
 discovery document, PKCE (S256), state kept in the session, and an ID token whose signature
 (OIDC_SIGNING_ALGORITHMS, RS256 by default), issuer, audience, expiry and nonce are checked.
 Access tokens the provider issues are accepted on the API once checked against the same keys,
-the issuer and OIDC_API_AUDIENCE.
+the issuer, OIDC_API_AUDIENCE and OIDC_API_CLIENTS.
 """
 
 import logging
@@ -72,7 +72,9 @@ def _config() -> _Config:
 
 
 def _provider() -> tuple[DjangoOAuth2App, dict[str, Any], _Config]:
-    """The registered client and its discovery document, read again when stale."""
+    """The registered client and its discovery document, read again when stale. A failed
+    re-read keeps the document and keys it had (tried again after KEYS_REFETCH_SECONDS), so a
+    provider outage does not stop the API from checking tokens with the cached keys."""
     config = _config()
     with _lock:
         app = _apps.get(config)
@@ -89,22 +91,28 @@ def _provider() -> tuple[DjangoOAuth2App, dict[str, Any], _Config]:
                 },
             )
             _apps[config] = app
-        loaded_at = app.server_metadata.get("_loaded_at", 0)
-        if time.time() - loaded_at > METADATA_MAX_AGE_SECONDS:
+        previous = app.server_metadata
+        if time.time() - previous.get("_loaded_at", 0) > METADATA_MAX_AGE_SECONDS:
             app.server_metadata = {}
-        try:
-            metadata = app.load_server_metadata()
-        except (requests.RequestException, ValueError) as error:
-            raise ProviderUnavailable(
-                f"The identity provider's discovery document could not be read ({error})."
-            ) from error
+            try:
+                app.load_server_metadata()
+            except (requests.RequestException, ValueError) as error:
+                if "issuer" not in previous:
+                    app.server_metadata = previous
+                    raise ProviderUnavailable(
+                        f"The identity provider's discovery document could not be read ({error})."
+                    ) from error
+                logger.warning("keeping the provider's cached discovery document: %s", error)
+                retry_at = time.time() - METADATA_MAX_AGE_SECONDS + KEYS_REFETCH_SECONDS
+                app.server_metadata = {**previous, "_loaded_at": retry_at}
+        metadata = app.server_metadata
+        # Only the configured algorithms, whatever else the provider offers.
+        metadata["id_token_signing_alg_values_supported"] = list(settings.OIDC_SIGNING_ALGORITHMS)
     if metadata.get("issuer") != config.issuer:
         raise SignInRefused(
             f"The provider's discovery document names the issuer {metadata.get('issuer')!r}, "
             f"not {config.issuer!r}."
         )
-    # Only the configured algorithms, whatever else the provider offers.
-    metadata["id_token_signing_alg_values_supported"] = list(settings.OIDC_SIGNING_ALGORITHMS)
     return app, metadata, config
 
 
@@ -199,8 +207,8 @@ def _key_set(app: DjangoOAuth2App, config: _Config, *, refresh: bool) -> KeySet:
 
 def access_token_claims(token: str) -> dict[str, Any]:
     """The claims of a provider-issued JWT access token, checked locally: signature with the
-    provider's (cached) keys, issuer, audience OIDC_API_AUDIENCE, expiry. Raises
-    AuthenticationFailed."""
+    provider's (cached) keys, issuer, audience OIDC_API_AUDIENCE, expiry, issued to a client in
+    OIDC_API_CLIENTS, and not an ID token. Raises AuthenticationFailed."""
     if not settings.SSO_ENABLED:
         raise AuthenticationFailed("Unknown or invalid token.")
     try:
@@ -227,7 +235,18 @@ def access_token_claims(token: str) -> dict[str, Any]:
         raise AuthenticationFailed(
             "The identity provider's keys could not be read; try again."
         ) from error
-    return decoded.claims
+    claims = decoded.claims
+    # An ID token (it went to the browser, and out again as a logout hint) is not an access
+    # token: Keycloak marks them `typ: ID`, and only ID tokens carry a nonce.
+    if claims.get("typ") == "ID" or "nonce" in claims or decoded.header.get("typ") == "id+jwt":
+        raise AuthenticationFailed("The token was refused: it is an ID token, not an access token.")
+    client = claims.get("azp") or claims.get("client_id")
+    if client not in settings.OIDC_API_CLIENTS:
+        raise AuthenticationFailed(
+            f"The access token was refused: it was issued to the client {client!r}, which may "
+            "not call the API (OIDC_API_CLIENTS)."
+        )
+    return claims
 
 
 def access_token_user(token: str) -> User:

@@ -47,6 +47,8 @@ class SignInMapping:
     admin_role: str
     finance_role: str
     membership_source: str
+    api_audience: str
+    api_clients: list[str]
     break_glass_users: list[str]
     keycloak_sync: bool
 
@@ -69,6 +71,8 @@ def sign_in_mapping() -> SignInMapping:
         admin_role=settings.OIDC_ADMIN_ROLE,
         finance_role=settings.OIDC_FINANCE_ROLE,
         membership_source=settings.PORTAL_MEMBERSHIP_SOURCE,
+        api_audience=settings.OIDC_API_AUDIENCE,
+        api_clients=list(settings.OIDC_API_CLIENTS),
         break_glass_users=list(settings.PORTAL_BREAK_GLASS_USERS),
         keycloak_sync=settings.KEYCLOAK_SYNC,
     )

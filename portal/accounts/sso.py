@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.exceptions import AuthenticationFailed
 
@@ -31,12 +31,13 @@ class SignInDenied(Exception):
 
 
 def _claim(claims: Mapping[str, Any], path: str) -> Any:
-    """A claim by dotted path (`resource_access.gpu-portal.roles`), or None."""
+    """A claim by dotted path (`resource_access.{client_id}.roles`), or None. `{client_id}` is
+    replaced after the split, so a client id with dots in it still names one key."""
     value: Any = claims
     for part in path.split("."):
         if not isinstance(value, Mapping):
             return None
-        value = value.get(part)
+        value = value.get(part.replace("{client_id}", settings.OIDC_CLIENT_ID))
     return value
 
 
@@ -165,23 +166,45 @@ def _apply_memberships(
     }
     for slug, role in wanted.items():
         if slug in tenants and (slug not in current or current[slug].role != role):
-            membership_set(actor=None, tenant=tenants[slug], user=user, role=role)
+            membership_set(
+                actor=None,
+                tenant=tenants[slug],
+                user=user,
+                role=role,
+                from_identity_provider=True,
+            )
     for slug, membership in current.items():
         if slug not in wanted or slug not in tenants:
-            membership_remove(actor=None, tenant=membership.tenant, username=user.username)
+            membership_remove(
+                actor=None,
+                tenant=membership.tenant,
+                username=user.username,
+                from_identity_provider=True,
+            )
     before = {slug: str(membership.role) for slug, membership in sorted(current.items())}
     after = {slug: str(role) for slug, role in sorted(wanted.items()) if slug in tenants}
     missing = sorted(slug for slug in wanted if slug not in tenants)
     return ({"memberships": [before, after]} if before != after else {}), missing
 
 
-@transaction.atomic
-def sso_sign_in(*, claims: Mapping[str, Any]) -> SignInOutcome:
+def sso_sign_in(*, claims: Mapping[str, Any], absent_means_unknown: bool = False) -> SignInOutcome:
     """Find or create the user the checked claims name, and apply the mapping.
 
     The user is found by the provider's subject; on a first sign-in by a username that is not
-    a local password account (or created). Raises SignInDenied.
+    a local password account (or created). With `absent_means_unknown` (access tokens, which
+    need not carry every claim) a missing groups or roles claim leaves the memberships or the
+    global role as they are; otherwise it means none. Raises SignInDenied.
     """
+    try:
+        return _sign_in(claims, absent_means_unknown=absent_means_unknown)
+    except IntegrityError:
+        # Two first uses of one subject at once (parallel CI jobs): the other one created the
+        # user; this one finds it.
+        return _sign_in(claims, absent_means_unknown=absent_means_unknown)
+
+
+@transaction.atomic
+def _sign_in(claims: Mapping[str, Any], *, absent_means_unknown: bool) -> SignInOutcome:
     mapping = claims_mapping(claims)
     if not mapping.subject:
         raise SignInDenied("The identity provider sent no subject ('sub') claim.")
@@ -199,25 +222,26 @@ def sso_sign_in(*, claims: Mapping[str, Any]) -> SignInOutcome:
             if value:
                 setattr(user, name, value)
         user.save(update_fields=list(profile_fields))
-    changes |= _apply_global_role(user, mapping.global_role)
+    groups_known = _claim(claims, settings.OIDC_GROUPS_CLAIM) is not None
+    roles_known = _claim(claims, settings.OIDC_ROLES_CLAIM) is not None
+    if roles_known or not absent_means_unknown:
+        changes |= _apply_global_role(user, mapping.global_role)
     unmatched = list(mapping.unmatched_groups)
-    if settings.PORTAL_MEMBERSHIP_SOURCE == "identity-provider":
+    if settings.PORTAL_MEMBERSHIP_SOURCE == "identity-provider" and (
+        groups_known or not absent_means_unknown
+    ):
         membership_changes, missing = _apply_memberships(user, mapping.memberships)
         changes |= membership_changes
         for group in mapping.groups:
             tenant_role = tenant_role_of_group(settings.PORTAL_TENANT_GROUP, group)
             if tenant_role is not None and tenant_role[0] in missing:
                 unmatched.append(group)
-    SsoProfile.objects.update_or_create(
-        user=user,
-        defaults={
-            "subject": mapping.subject,
-            "groups": mapping.groups,
-            "roles": mapping.roles,
-            "unmatched_groups": sorted(unmatched),
-            "signed_in_at": timezone.now(),
-        },
-    )
+    seen: dict[str, Any] = {"subject": mapping.subject, "signed_in_at": timezone.now()}
+    if groups_known or not absent_means_unknown:
+        seen |= {"groups": mapping.groups, "unmatched_groups": sorted(unmatched)}
+    if roles_known or not absent_means_unknown:
+        seen["roles"] = mapping.roles
+    SsoProfile.objects.update_or_create(user=user, defaults=seen)
     user.last_login = timezone.now()
     user.save(update_fields=["last_login"])
     if changes:
@@ -229,22 +253,30 @@ def sso_sign_in(*, claims: Mapping[str, Any]) -> SignInOutcome:
             comment="Applied from the identity provider's claims at sign-in.",
         )
     has_access = (
-        user.global_role != GlobalRole.NONE or Membership.objects.filter(user=user).exists()
+        user.global_role != GlobalRole.NONE
+        or Membership.objects.filter(user=user).exclude(tenant__state=TenantState.ARCHIVED).exists()
     )
     return SignInOutcome(user=user, mapping=mapping, has_access=has_access)
 
 
 def sso_token_user(*, claims: Mapping[str, Any]) -> User:
-    """The user a checked provider access token stands for. A subject seen before is that
-    user; a new one (e.g. a service account) is signed in once with the token's claims.
-    Raises AuthenticationFailed."""
+    """The user a checked provider access token stands for. A subject seen before is that user,
+    mapped again when the token's groups or roles differ from the last mapping; a new one (e.g.
+    a service account) is signed in with the token's claims. Raises AuthenticationFailed."""
     profile = SsoProfile.objects.select_related("user").filter(subject=claims["sub"]).first()
     if profile is not None:
         if not profile.user.is_active:
             raise AuthenticationFailed("This account is disabled.")
-        return profile.user
+        groups = _claim(claims, settings.OIDC_GROUPS_CLAIM)
+        roles = _claim(claims, settings.OIDC_ROLES_CLAIM)
+        if (groups is None or sorted(set(_strings(groups))) == profile.groups) and (
+            roles is None or sorted(set(_strings(roles))) == profile.roles
+        ):
+            return profile.user
+    # New, or the token says something else than the last mapping (a role taken away from a
+    # service account that never signs in through the browser): map again.
     try:
-        outcome = sso_sign_in(claims=claims)
+        outcome = sso_sign_in(claims=claims, absent_means_unknown=True)
     except SignInDenied as error:
         raise AuthenticationFailed(error.reason) from error
     if not outcome.has_access:

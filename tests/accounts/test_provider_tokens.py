@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 import requests
-from django.test import Client
+from django.test import Client, override_settings
 
 from portal.accounts.models import GlobalRole, User
 from tenants.models import Membership, Tenant
@@ -52,20 +52,84 @@ def test_a_known_subject_is_the_user_who_signed_in_before(
     assert User.objects.count() == 1
 
 
-def test_a_service_account_with_a_client_role_is_an_admin(
+def test_a_service_account_listed_in_api_clients_is_mapped_by_its_client_role(
     keycloak_issuer: KeycloakIssuer, db: None
 ) -> None:
-    token = keycloak_issuer.mint(
-        sub="svc-sub",
-        preferred_username="service-account-ci",
-        resource_access={"gpu-portal": {"roles": ["admin"]}},
+    def token(*roles: str) -> str:
+        return keycloak_issuer.mint(
+            sub="svc-sub",
+            azp="ci-bot",
+            preferred_username="service-account-ci-bot",
+            resource_access={"gpu-portal": {"roles": list(roles)}},
+        )
+
+    with override_settings(OIDC_API_CLIENTS=["gpu-portal", "ci-bot"]):
+        status, body = _me(token("admin"))
+        assert status == 200
+        assert body["global_role"] == "admin"
+
+        # The role is taken away in Keycloak: the next token says so, and it counts at once.
+        status, body = _me(token("finance"))
+        assert status == 200
+        assert body["global_role"] == "finance"
+        status, _ = _me(token())
+
+    assert status == 401
+    assert User.objects.get(username="service-account-ci-bot").global_role == GlobalRole.NONE
+
+
+def test_a_token_issued_to_a_client_not_listed_is_401(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+
+    response = Client().get(
+        "/api/v1/me", HTTP_AUTHORIZATION=f"Bearer {keycloak_issuer.mint(azp='kubernetes')}"
     )
 
-    status, body = _me(token)
+    assert response.status_code == 401
+    assert "issued to the client 'kubernetes'" in response.json()["error"]["message"]
+
+
+def test_the_id_token_from_a_sign_in_is_not_an_api_credential(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+    client = Client()
+    start = client.get("/accounts/oidc/login/")
+    back = requests.get(start["Location"], allow_redirects=False, timeout=5).headers["Location"]
+    client.get(callback_path(back))
+    id_token = client.session["sso_id_token"]
+
+    response = Client().get("/api/v1/me", HTTP_AUTHORIZATION=f"Bearer {id_token}")
+
+    assert response.status_code == 401
+    assert "it is an ID token" in response.json()["error"]["message"]
+
+
+def test_a_token_without_a_groups_claim_leaves_the_memberships_alone(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+    assert _me(keycloak_issuer.mint())[0] == 200
+    keycloak_issuer.user = {"sub": "lee-sub", "preferred_username": "lee"}
+
+    status, body = _me(keycloak_issuer.mint(resource_access={"gpu-portal": {"roles": []}}))
 
     assert status == 200
-    assert body["global_role"] == "admin"
-    assert User.objects.get(username="service-account-ci").global_role == GlobalRole.ADMIN
+    assert body["tenants"] == [{"slug": "vision", "name": tenant_a.name, "role": "developer"}]
+
+
+def test_a_token_with_new_groups_changes_the_memberships(
+    keycloak_issuer: KeycloakIssuer, tenant_a: Tenant
+) -> None:
+    keycloak_issuer.user = LEE
+    assert _me(keycloak_issuer.mint())[0] == 200
+
+    status, body = _me(keycloak_issuer.mint(groups=["/gpu-portal/tenants/vision/leads"]))
+
+    assert status == 200
+    assert body["tenants"][0]["role"] == "lead"
 
 
 @pytest.mark.parametrize(

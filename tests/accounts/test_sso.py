@@ -10,9 +10,10 @@ from django.test import Client, override_settings
 from oidc_provider_mock import run_server_in_thread
 
 from portal.accounts.models import GlobalRole, SsoProfile, User
+from portal.accounts.services import user_create
 from portal.core.models import AuditEvent
 from tenants.models import MemberRole, Membership, Tenant
-from tenants.services import tenant_create
+from tenants.services import tenant_change_state, tenant_create
 from tests.conftest import PASSWORD
 from tests.oidc.fixtures import MockProvider, callback_path, sso_configured
 from tests.oidc.issuer import KeycloakIssuer, rsa_key
@@ -283,7 +284,7 @@ def test_a_provider_that_cannot_be_reached_gives_a_clear_page(db: None) -> None:
 
 
 def test_a_local_password_account_cannot_be_taken_over_by_a_provider_username(
-    mock_provider: MockProvider, developer: User
+    developer: User, mock_provider: MockProvider
 ) -> None:
     mock_provider.set_user("other-sub", preferred_username="dev", groups=[VISION_LEADS])
     client = Client()
@@ -296,7 +297,7 @@ def test_a_local_password_account_cannot_be_taken_over_by_a_provider_username(
 
 
 def test_with_sso_on_passwords_work_only_for_break_glass_accounts(
-    mock_provider: MockProvider, developer: User, admin_user: User
+    developer: User, admin_user: User, mock_provider: MockProvider
 ) -> None:
     page = Client().get("/accounts/login/")
     assert "Sign in with Keycloak" in page.text
@@ -394,7 +395,7 @@ def test_the_identity_page_shows_the_mapping_and_each_users_last_sign_in(
         api = client.get("/api/v1/users/?q=user0")
 
     assert page.status_code == 200
-    assert "resource_access.gpu-portal.roles" in page.text
+    assert "resource_access.{client_id}.roles" in page.text
     assert "user11" in page.text
     assert "/staff" in page.text
     users = api.json()["results"]
@@ -404,3 +405,75 @@ def test_the_identity_page_shows_the_mapping_and_each_users_last_sign_in(
     mapping = client.get("/api/v1/identity").json()
     assert mapping["tenant_group"] == "/gpu-portal/tenants/{tenant}/{role}"
     assert mapping["membership_source"] == "identity-provider"
+
+
+def test_a_lead_group_wins_over_a_developer_group_and_role_changes_are_audited(
+    mock_provider: MockProvider, tenant_a: Tenant
+) -> None:
+    _lee(mock_provider, VISION_DEVELOPERS)
+    mock_provider.sign_in(Client(), "lee-sub")
+
+    _lee(mock_provider, VISION_DEVELOPERS, VISION_LEADS)
+    mock_provider.sign_in(Client(), "lee-sub")
+
+    assert Membership.objects.get(user__username="lee").role == MemberRole.LEAD
+    change = AuditEvent.objects.get(action="membership.change")
+    assert change.changes == {"role": ["developer", "lead"]}
+
+
+def test_memberships_in_archived_tenants_are_kept_but_give_no_access(
+    mock_provider: MockProvider, tenant_a: Tenant, admin_user: User
+) -> None:
+    _lee(mock_provider, VISION_DEVELOPERS)
+    mock_provider.sign_in(Client(), "lee-sub")
+    tenant_change_state(actor=admin_user, tenant=tenant_a, action="archive")
+
+    response = mock_provider.sign_in(Client(), "lee-sub")
+
+    assert response.status_code == 403
+    assert Membership.objects.filter(user__username="lee", tenant=tenant_a).exists()
+
+
+def test_a_disabled_user_cannot_sign_in(mock_provider: MockProvider, tenant_a: Tenant) -> None:
+    _lee(mock_provider, VISION_DEVELOPERS)
+    mock_provider.sign_in(Client(), "lee-sub")
+    User.objects.filter(username="lee").update(is_active=False)
+    client = Client()
+
+    response = mock_provider.sign_in(client, "lee-sub")
+
+    assert response.status_code == 400
+    assert "disabled" in response.text
+    assert "_auth_user_id" not in client.session
+
+
+def test_an_account_an_admin_made_without_a_password_is_taken_over_at_first_sign_in(
+    mock_provider: MockProvider, tenant_a: Tenant
+) -> None:
+    made = user_create(actor=None, username="lee", email="old@example.org")
+    _lee(mock_provider, VISION_DEVELOPERS)
+
+    response = mock_provider.sign_in(Client(), "lee-sub")
+
+    assert response["Location"] == "/my/"
+    made.refresh_from_db()
+    assert made.sso.subject == "lee-sub"
+    assert made.email == "lee@example.org"
+
+
+def test_with_memberships_from_the_provider_the_portal_refuses_to_edit_them(
+    lead: User, developer: User, client_for, mock_provider: MockProvider
+) -> None:
+    client = client_for(lead)
+
+    page = client.get("/tenants/vision/")
+    added = client.post("/api/v1/tenants/vision/members/", {"username": "dev", "role": "lead"})
+    removed = client.delete("/api/v1/tenants/vision/members/dev/")
+
+    assert 'data-testid="members-from-provider"' in page.text
+    assert "/gpu-portal/tenants/vision/leads" in page.text
+    assert "Add or change member" not in page.text
+    assert added.status_code == 409
+    assert "come from the identity provider" in added.json()["error"]["message"]
+    assert removed.status_code == 409
+    assert Membership.objects.get(user=developer).role == MemberRole.DEVELOPER

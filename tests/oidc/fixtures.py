@@ -25,7 +25,7 @@ def sso_configured(issuer_url: str, **extra: Any) -> Iterator[None]:
         OIDC_CLIENT_ID=CLIENT_ID,
         OIDC_CLIENT_SECRET=CLIENT_SECRET,
         OIDC_API_AUDIENCE=CLIENT_ID,
-        OIDC_ROLES_CLAIM=f"resource_access.{CLIENT_ID}.roles",
+        OIDC_API_CLIENTS=[CLIENT_ID],
         **extra,
     ):
         yield
