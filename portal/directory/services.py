@@ -127,6 +127,10 @@ class SendResult:
 
 Outcome = Literal["sent", "failed", "held"]
 
+# About a day and a half of the beat's minutes, fewer with sends after commits: a change that
+# has held the queue this long fails, and the ones after it go.
+MAX_HELD_ATTEMPTS = 2000
+
 
 def _apply(directory: KeycloakDirectory, change: DirectoryChange) -> None:
     if change.kind == ChangeKind.TENANT:
@@ -149,6 +153,19 @@ def _record_failure(change: DirectoryChange, message: str) -> None:
         changes={"state": [ChangeState.PENDING.value, ChangeState.FAILED.value]},
         comment=message,
     )
+
+
+def _hold(change: DirectoryChange, message: str) -> tuple[Outcome, str]:
+    """Keep the change at the head of the queue for the next batch, unless it has held it for
+    MAX_HELD_ATTEMPTS: then it may be this change (a permission on one user, a proxy rule),
+    and it fails visibly, for an admin to retry, so the queue moves on."""
+    if change.attempts >= MAX_HELD_ATTEMPTS:
+        message = f"Gave up after {change.attempts} attempts: {message}"
+        _record_failure(change, message)
+        return "failed", message
+    change.last_error = message
+    change.save(update_fields=["attempts", "last_error"])
+    return "held", message
 
 
 def _send_next(directory: KeycloakDirectory) -> tuple[Outcome, str] | None:
@@ -175,9 +192,7 @@ def _send_next(directory: KeycloakDirectory) -> tuple[Outcome, str] | None:
         try:
             _apply(directory, change)
         except DirectoryUnavailable as error:
-            change.last_error = error.message
-            change.save(update_fields=["attempts", "last_error"])
-            return "held", error.message
+            return _hold(change, error.message)
         except DirectoryRefused as error:
             _record_failure(change, error.message)
             return "failed", error.message

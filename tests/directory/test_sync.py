@@ -13,6 +13,7 @@ from portal.core.errors import Conflict, InvalidTransition
 from portal.core.models import AuditEvent
 from portal.directory.models import DirectoryChange
 from portal.directory.services import (
+    MAX_HELD_ATTEMPTS,
     directory_change_retry,
     directory_changes_send,
     directory_member_queue,
@@ -161,6 +162,26 @@ def test_an_outage_keeps_changes_pending_in_order_then_delivers_them(portal_deci
         ("sam", DEVELOPERS.format("genomics")),
         ("rhea", DEVELOPERS.format("genomics")),
     ]
+
+
+def test_a_change_held_too_long_fails_visibly_and_lets_the_others_go(portal_decides, genomics):
+    send()  # the tenant's groups
+    portal_decides.add_user("rhea")
+    rhea = person("rhea")
+    membership_set(actor=None, tenant=genomics, user=rhea, role=MemberRole.LEAD)
+    membership_set(actor=None, tenant=genomics, user=rhea, role=MemberRole.DEVELOPER)
+    stuck = changes()[1]
+    DirectoryChange.objects.filter(pk=stuck.pk).update(attempts=MAX_HELD_ATTEMPTS - 1)
+    portal_decides.outage = True
+
+    result = send()
+
+    stuck.refresh_from_db()
+    assert (stuck.state, stuck.attempts) == ("failed", MAX_HELD_ATTEMPTS)
+    assert stuck.last_error.startswith(f"Gave up after {MAX_HELD_ATTEMPTS} attempts: ")
+    assert result["failed"] == 1
+    assert "503" in str(result["held"])  # the next change now heads the queue
+    assert changes()[2].attempts == 1
 
 
 def test_a_user_keycloak_does_not_know_fails_without_holding_the_queue(
