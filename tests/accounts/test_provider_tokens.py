@@ -4,12 +4,11 @@ published keys (fetched once and cached), its issuer and the API audience."""
 from typing import Any
 
 import pytest
-import requests
 from django.test import Client, override_settings
 
 from portal.accounts.models import GlobalRole, User
 from tenants.models import Membership, Tenant
-from tests.oidc.fixtures import callback_path, sso_configured
+from tests.oidc.fixtures import sign_in_at_issuer, sso_configured
 from tests.oidc.issuer import KeycloakIssuer, rsa_key
 
 LEE = {
@@ -41,9 +40,7 @@ def test_a_known_subject_is_the_user_who_signed_in_before(
 ) -> None:
     keycloak_issuer.user = LEE
     client = Client()
-    start = client.get("/accounts/oidc/login/")
-    back = requests.get(start["Location"], allow_redirects=False, timeout=5).headers["Location"]
-    client.get(callback_path(back))
+    sign_in_at_issuer(client)
 
     status, body = _me(keycloak_issuer.mint(preferred_username="renamed-in-token"))
 
@@ -96,9 +93,7 @@ def test_the_id_token_from_a_sign_in_is_not_an_api_credential(
 ) -> None:
     keycloak_issuer.user = LEE
     client = Client()
-    start = client.get("/accounts/oidc/login/")
-    back = requests.get(start["Location"], allow_redirects=False, timeout=5).headers["Location"]
-    client.get(callback_path(back))
+    sign_in_at_issuer(client)
     id_token = client.session["sso_id_token"]
 
     response = Client().get("/api/v1/me", HTTP_AUTHORIZATION=f"Bearer {id_token}")

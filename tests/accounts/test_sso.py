@@ -5,7 +5,6 @@ from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import requests
 from django.test import Client, override_settings
 from oidc_provider_mock import run_server_in_thread
 
@@ -15,7 +14,7 @@ from portal.core.models import AuditEvent
 from tenants.models import MemberRole, Membership, Tenant
 from tenants.services import tenant_change_state, tenant_create
 from tests.conftest import PASSWORD
-from tests.oidc.fixtures import MockProvider, callback_path, sso_configured
+from tests.oidc.fixtures import MockProvider, sign_in_at_issuer, sso_configured
 from tests.oidc.issuer import KeycloakIssuer, rsa_key
 
 VISION_LEADS = "/gpu-portal/tenants/vision/leads"
@@ -229,8 +228,7 @@ def test_a_bent_id_token_is_refused(
     bend(keycloak_issuer)
     client = Client()
 
-    start = client.get("/accounts/oidc/login/")
-    response = client.get(callback_path(_follow(start["Location"])))
+    response = sign_in_at_issuer(client)
 
     assert response.status_code == 400
     assert reason in response.text
@@ -248,8 +246,7 @@ def test_a_keycloak_sign_in_checks_pkce_and_reads_client_roles(
     }
     client = Client()
 
-    start = client.get("/accounts/oidc/login/")
-    response = client.get(callback_path(_follow(start["Location"])))
+    response = sign_in_at_issuer(client)
 
     assert response["Location"] == "/finance/"
     assert User.objects.get(username="fin").global_role == GlobalRole.FINANCE
@@ -260,8 +257,7 @@ def test_sign_out_also_ends_the_providers_session(
 ) -> None:
     keycloak_issuer.user = {"sub": "f3c1", "preferred_username": "fin", **_roles("finance")}
     client = Client()
-    start = client.get("/accounts/oidc/login/")
-    client.get(callback_path(_follow(start["Location"])))
+    sign_in_at_issuer(client)
 
     response = client.post("/accounts/logout/")
 
@@ -353,13 +349,6 @@ def test_groups_of_tenants_that_do_not_exist_are_shown_as_unmatched(
     tenant_create(actor=None, slug="ghost", name="Ghost")
     mock_provider.sign_in(Client(), "lee-sub")
     assert Membership.objects.get(user__username="lee", tenant__slug="ghost").role == "lead"
-
-
-def _follow(authorization_url: str) -> str:
-    """The double signs in at once: its redirect back to the portal."""
-    response = requests.get(authorization_url, allow_redirects=False, timeout=5)
-    assert response.status_code == 302, response.text
-    return str(response.headers["Location"])
 
 
 @pytest.mark.parametrize("persona", ["developer", "lead", "outsider", "finance_user"])

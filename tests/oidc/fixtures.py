@@ -38,6 +38,14 @@ def callback_path(location: str) -> str:
     return f"{parts.path}?{parts.query}"
 
 
+def sign_in_at_issuer(client: Client) -> Any:
+    """Sign in at the issuer double, which signs its `user` in at once: the portal's answer."""
+    start = client.get("/accounts/oidc/login/")
+    back = requests.get(start["Location"], allow_redirects=False, timeout=5)
+    assert back.status_code == 302, back.text
+    return client.get(callback_path(back.headers["Location"]))
+
+
 @dataclass
 class MockProvider:
     """The real provider (oidc-provider-mock): people's claims, and a sign-in without a browser."""
