@@ -10,8 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.accounts.models import SsoProfile, User
-from portal.accounts.selectors import persona_of, sign_in_mapping, users_for_identity_page
-from portal.core.errors import NotFound
+from portal.accounts.selectors import persona_of, sign_in_mapping_for, users_for_identity
 from portal.core.http import api_user
 from tenants.selectors import memberships_of
 
@@ -46,11 +45,6 @@ class MeView(APIView):
         return Response(MeSerializer(request.user).data)  # type: ignore[arg-type]
 
 
-def _require_admin(user: User) -> None:
-    if not user.is_portal_admin:
-        raise NotFound("There is no such page.")
-
-
 class SignInMappingSerializer(serializers.Serializer[Any]):
     sso_enabled = serializers.BooleanField()
     issuer = serializers.CharField()
@@ -74,8 +68,8 @@ class IdentityView(APIView):
 
     @extend_schema(responses=SignInMappingSerializer)
     def get(self, request: Request) -> Response:
-        _require_admin(api_user(request))
-        return Response(SignInMappingSerializer(asdict(sign_in_mapping())).data)
+        mapping = sign_in_mapping_for(api_user(request))
+        return Response(SignInMappingSerializer(asdict(mapping)).data)
 
 
 class SsoProfileSerializer(serializers.ModelSerializer[SsoProfile]):
@@ -106,7 +100,7 @@ class UserList(GenericAPIView[User]):
 
     @extend_schema(parameters=[OpenApiParameter("q", OpenApiTypes.STR)])
     def get(self, request: Request) -> Response:
-        _require_admin(api_user(request))
-        users = users_for_identity_page(query=request.query_params.get("q", "").strip())
+        query = request.query_params.get("q", "").strip()
+        users = users_for_identity(api_user(request), query=query)
         page = self.paginate_queryset(users)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

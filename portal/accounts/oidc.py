@@ -24,8 +24,6 @@ from joserfc.jwk import KeySet
 from joserfc.jws import JWSRegistry
 from rest_framework.exceptions import AuthenticationFailed
 
-from portal.accounts.models import User
-
 logger = logging.getLogger(__name__)
 
 # The discovery document and keys are read again after this long (keys also on an unknown
@@ -36,7 +34,8 @@ LEEWAY_SECONDS = 60
 
 
 class SignInRefused(Exception):
-    """The provider's answer cannot be trusted or used; `reason` says why, for the person."""
+    """The sign-in cannot go on: the provider's answer cannot be trusted, or its claims cannot
+    be used (no username, a name that belongs to a local account); `reason` says why."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -247,13 +246,6 @@ def access_token_claims(token: str) -> dict[str, Any]:
             "not call the API (OIDC_API_CLIENTS)."
         )
     return claims
-
-
-def access_token_user(token: str) -> User:
-    """The user a provider-issued access token stands for. Raises AuthenticationFailed."""
-    from portal.accounts.sso import sso_token_user  # noqa: PLC0415  (the service uses this gateway)
-
-    return sso_token_user(claims=access_token_claims(token))
 
 
 def forget_provider() -> None:

@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from portal.accounts.groups import tenant_group
 from portal.accounts.models import User
+from portal.core.errors import NotFound
 from tenants.models import MemberRole, Membership
 
 
@@ -78,8 +79,21 @@ def sign_in_mapping() -> SignInMapping:
     )
 
 
-def users_for_identity_page(*, query: str = "") -> QuerySet[User]:
-    """Every user with their last sign-in mapping and memberships, in three queries a page."""
+def sign_in_mapping_for(user: User) -> SignInMapping:
+    """The mapping in force, for admins; NotFound for everyone else."""
+    _admins_only(user)
+    return sign_in_mapping()
+
+
+def _admins_only(user: User) -> None:
+    if not user.is_portal_admin:
+        raise NotFound("There is no such page.")
+
+
+def users_for_identity(user: User, *, query: str = "") -> QuerySet[User]:
+    """For admins (NotFound for everyone else): every user with their last sign-in mapping and
+    memberships, in three queries a page."""
+    _admins_only(user)
     users = (
         User.objects.select_related("sso")
         .prefetch_related(

@@ -11,23 +11,18 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.http import HttpRequest, HttpResponseRedirect
 from django.utils import timezone
 from rest_framework.exceptions import AuthenticationFailed
 
+from portal.accounts import oidc
 from portal.accounts.groups import tenant_role_of_group
 from portal.accounts.models import GlobalRole, SsoProfile, User
+from portal.accounts.oidc import SignInRefused
 from portal.accounts.services import user_create
 from portal.core.audit import audit_record
 from tenants.models import MemberRole, Membership, Tenant, TenantState
 from tenants.services import membership_remove, membership_set
-
-
-class SignInDenied(Exception):
-    """The claims are fine but cannot be used (no username, the name belongs to a local account)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def _claim(claims: Mapping[str, Any], path: str) -> Any:
@@ -69,11 +64,11 @@ class ClaimMapping:
 
 def claims_mapping(claims: Mapping[str, Any]) -> ClaimMapping:
     """Read the configured claims (OIDC_USERNAME_CLAIM, OIDC_GROUPS_CLAIM, OIDC_ROLES_CLAIM,
-    PORTAL_TENANT_GROUP, OIDC_ADMIN_ROLE, OIDC_FINANCE_ROLE). Raises SignInDenied without a
+    PORTAL_TENANT_GROUP, OIDC_ADMIN_ROLE, OIDC_FINANCE_ROLE). Raises SignInRefused without a
     username."""
     username = _claim(claims, settings.OIDC_USERNAME_CLAIM)
     if not isinstance(username, str) or not username.strip():
-        raise SignInDenied(
+        raise SignInRefused(
             f"The identity provider sent no {settings.OIDC_USERNAME_CLAIM!r} claim to name you by."
         )
     groups = sorted(set(_strings(_claim(claims, settings.OIDC_GROUPS_CLAIM))))
@@ -132,7 +127,7 @@ def _user_for(mapping: ClaimMapping) -> User:
     # A local account with a password is someone else's (or a break-glass account): the
     # provider cannot take it over by naming it.
     if existing.has_usable_password() or SsoProfile.objects.filter(user=existing).exists():
-        raise SignInDenied(
+        raise SignInRefused(
             f"The username {mapping.username!r} belongs to another account here. "
             "Ask an administrator to sort it out."
         )
@@ -193,7 +188,7 @@ def sso_sign_in(*, claims: Mapping[str, Any], absent_means_unknown: bool = False
     The user is found by the provider's subject; on a first sign-in by a username that is not
     a local password account (or created). With `absent_means_unknown` (access tokens, which
     need not carry every claim) a missing groups or roles claim leaves the memberships or the
-    global role as they are; otherwise it means none. Raises SignInDenied.
+    global role as they are; otherwise it means none. Raises SignInRefused.
     """
     try:
         return _sign_in(claims, absent_means_unknown=absent_means_unknown)
@@ -207,10 +202,10 @@ def sso_sign_in(*, claims: Mapping[str, Any], absent_means_unknown: bool = False
 def _sign_in(claims: Mapping[str, Any], *, absent_means_unknown: bool) -> SignInOutcome:
     mapping = claims_mapping(claims)
     if not mapping.subject:
-        raise SignInDenied("The identity provider sent no subject ('sub') claim.")
+        raise SignInRefused("The identity provider sent no subject ('sub') claim.")
     user = _user_for(mapping)
     if not user.is_active:
-        raise SignInDenied("This account is disabled here. Ask an administrator.")
+        raise SignInRefused("This account is disabled here. Ask an administrator.")
     changes: dict[str, list[Any]] = {}
     profile_fields = {
         "email": mapping.email,
@@ -242,8 +237,6 @@ def _sign_in(claims: Mapping[str, Any], *, absent_means_unknown: bool) -> SignIn
     if roles_known or not absent_means_unknown:
         seen["roles"] = mapping.roles
     SsoProfile.objects.update_or_create(user=user, defaults=seen)
-    user.last_login = timezone.now()
-    user.save(update_fields=["last_login"])
     if changes:
         audit_record(
             actor=None,
@@ -259,10 +252,12 @@ def _sign_in(claims: Mapping[str, Any], *, absent_means_unknown: bool) -> SignIn
     return SignInOutcome(user=user, mapping=mapping, has_access=has_access)
 
 
-def sso_token_user(*, claims: Mapping[str, Any]) -> User:
-    """The user a checked provider access token stands for. A subject seen before is that user,
-    mapped again when the token's groups or roles differ from the last mapping; a new one (e.g.
-    a service account) is signed in with the token's claims. Raises AuthenticationFailed."""
+def sso_token_user(*, token: str) -> User:
+    """The user a provider access token stands for, once the gateway has checked it. A subject
+    seen before is that user, mapped again when the token's groups or roles differ from the last
+    mapping; a new one (e.g. a service account) is signed in with the token's claims. Raises
+    AuthenticationFailed."""
+    claims = oidc.access_token_claims(token)
     profile = SsoProfile.objects.select_related("user").filter(subject=claims["sub"]).first()
     if profile is not None:
         if not profile.user.is_active:
@@ -277,8 +272,25 @@ def sso_token_user(*, claims: Mapping[str, Any]) -> User:
     # service account that never signs in through the browser): map again.
     try:
         outcome = sso_sign_in(claims=claims, absent_means_unknown=True)
-    except SignInDenied as error:
+    except SignInRefused as error:
         raise AuthenticationFailed(error.reason) from error
     if not outcome.has_access:
         raise AuthenticationFailed("The token's claims give no role in the portal.")
     return outcome.user
+
+
+def sso_sign_in_start(request: HttpRequest, *, redirect_uri: str) -> HttpResponseRedirect:
+    """Send the browser to the provider to sign in. Raises SignInRefused."""
+    return oidc.authorization_redirect(request, redirect_uri=redirect_uri)
+
+
+def sso_sign_in_finish(request: HttpRequest) -> tuple[SignInOutcome, str]:
+    """Check the provider's answer, then map its claims (`sso_sign_in`): the outcome and the raw
+    ID token (kept for the logout hint). Raises SignInRefused or ProviderUnavailable."""
+    claims, id_token = oidc.callback_claims(request)
+    return sso_sign_in(claims=claims), id_token
+
+
+def sso_logout_url(*, id_token: str, post_logout_redirect_uri: str) -> str | None:
+    """Where to end the provider's session too, or None when it cannot."""
+    return oidc.logout_url(id_token=id_token, post_logout_redirect_uri=post_logout_redirect_uri)

@@ -14,9 +14,14 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from portal.accounts import oidc
-from portal.accounts.selectors import sign_in_mapping, start_url_for, users_for_identity_page
-from portal.accounts.sso import SignInDenied, sso_sign_in
+from portal.accounts.oidc import ProviderUnavailable, SignInRefused
+from portal.accounts.selectors import (
+    sign_in_mapping,
+    sign_in_mapping_for,
+    start_url_for,
+    users_for_identity,
+)
+from portal.accounts.sso import sso_logout_url, sso_sign_in_finish, sso_sign_in_start
 from portal.core.http import AuthenticatedHttpRequest
 
 logger = logging.getLogger(__name__)
@@ -55,10 +60,10 @@ def oidc_login(request: HttpRequest) -> HttpResponse:
         raise Http404
     request.session[_NEXT] = _safe_next(request, request.GET.get("next"))
     try:
-        return oidc.authorization_redirect(
+        return sso_sign_in_start(
             request, redirect_uri=request.build_absolute_uri(reverse("accounts:oidc-callback"))
         )
-    except oidc.SignInRefused as error:
+    except SignInRefused as error:
         return _sign_in_failed(request, error.reason, status=502)
 
 
@@ -73,11 +78,10 @@ def oidc_callback(request: HttpRequest) -> HttpResponse:
     if not settings.SSO_ENABLED:
         raise Http404
     try:
-        claims, id_token = oidc.callback_claims(request)
-        outcome = sso_sign_in(claims=claims)
-    except oidc.ProviderUnavailable as error:
+        outcome, id_token = sso_sign_in_finish(request)
+    except ProviderUnavailable as error:
         return _sign_in_failed(request, error.reason, status=502)
-    except (oidc.SignInRefused, SignInDenied) as error:
+    except SignInRefused as error:
         return _sign_in_failed(request, error.reason, status=400)
     if not outcome.has_access:
         return render(
@@ -98,7 +102,7 @@ def sign_out(request: HttpRequest) -> HttpResponse:
     id_token = request.session.get(_ID_TOKEN, "")
     logout(request)
     if settings.SSO_ENABLED and id_token:
-        url = oidc.logout_url(
+        url = sso_logout_url(
             id_token=id_token,
             post_logout_redirect_uri=request.build_absolute_uri(reverse("accounts:login")),
         )
@@ -110,12 +114,11 @@ def sign_out(request: HttpRequest) -> HttpResponse:
 @login_required
 def identity(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Admins: the sign-in mapping in force, and what it gave each user at their last sign-in."""
-    if not request.user.is_portal_admin:
-        raise Http404
     query = request.GET.get("q", "").strip()
-    page = Paginator(users_for_identity_page(query=query), 25).get_page(request.GET.get("page"))
+    users = users_for_identity(request.user, query=query)
+    page = Paginator(users, 25).get_page(request.GET.get("page"))
     return render(
         request,
         "accounts/identity.html",
-        {"rules": sign_in_mapping(), "page": page, "query": query},
+        {"rules": sign_in_mapping_for(request.user), "page": page, "query": query},
     )

@@ -12,7 +12,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from portal.accounts.models import ApiToken, User
-from portal.accounts.oidc import access_token_user
+from portal.accounts.sso import sso_token_user
 from portal.accounts.tokens import api_token_authenticate, is_api_token
 
 CHALLENGE = 'Bearer realm="api"'
@@ -44,7 +44,7 @@ class PortalBearerAuthentication(BaseAuthentication):
         if is_api_token(text):
             token = api_token_authenticate(text)
             return token.user, token
-        user = access_token_user(text)
+        user = sso_token_user(token=text)
         if not user.is_active:
             raise AuthenticationFailed("User inactive or deleted.")
         return user, None
