@@ -57,6 +57,8 @@ class _Config:
 
 _apps: dict[_Config, DjangoOAuth2App] = {}
 _keys_fetched_at: dict[_Config, float] = {}
+# The key set imported from each JWKS document, so a bearer request does not parse RSA keys
+_key_sets: dict[_Config, tuple[dict[str, Any], KeySet]] = {}
 _lock = threading.Lock()
 
 
@@ -201,7 +203,13 @@ def _key_set(app: DjangoOAuth2App, config: _Config, *, refresh: bool) -> KeySet:
         if now - _keys_fetched_at.get(config, float("-inf")) < KEYS_REFETCH_SECONDS:
             raise InvalidKeyIdError
         _keys_fetched_at[config] = now
-    return KeySet.import_key_set(app.fetch_jwk_set(force=refresh))
+    jwks = app.fetch_jwk_set(force=refresh)
+    cached = _key_sets.get(config)
+    if cached is not None and cached[0] is jwks:
+        return cached[1]
+    key_set = KeySet.import_key_set(jwks)
+    _key_sets[config] = (jwks, key_set)
+    return key_set
 
 
 def access_token_claims(token: str) -> dict[str, Any]:
@@ -253,3 +261,4 @@ def forget_provider() -> None:
     with _lock:
         _apps.clear()
         _keys_fetched_at.clear()
+        _key_sets.clear()
