@@ -23,7 +23,7 @@ from portal.catalog.models import Offering
 from portal.cluster.selectors import capacity_free_units
 from portal.core.errors import ApplicationError, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import POLL_DONE, form_add_error
+from portal.core.pages import form_add_error, polled_page
 from tenants.access import Access, role_in, tenant_for
 from tenants.models import MemberRole, Tenant, TenantState
 from tenants.selectors import memberships_of
@@ -134,12 +134,7 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
     waiting = requests.filter(state=RequestState.PENDING).exists()
     context = {"page": page, "waiting": waiting, "extend_form": ExtendForm()}
-    if request.htmx:
-        response = render(request, "allocations/mine.html#requests-table", context)
-        if not waiting:
-            response.status_code = POLL_DONE
-        return response
-    return render(request, "allocations/mine.html", context)
+    return polled_page(request, "allocations/mine.html", "requests-table", context, moving=waiting)
 
 
 @login_required

@@ -26,7 +26,7 @@ from portal.cluster.selectors import (
 )
 from portal.core.errors import ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import POLL_DONE, form_initial, form_page
+from portal.core.pages import POLL_DONE, form_initial, form_page, polled_page
 
 
 @login_required
@@ -49,12 +49,7 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         "results": list(run.results.all()),
         "is_admin": request.user.is_portal_admin,
     }
-    if request.htmx:
-        response = render(request, "cluster/run.html#run-status", context)
-        if run.finished:
-            response.status_code = POLL_DONE
-        return response
-    return render(request, "cluster/run.html", context)
+    return polled_page(request, "cluster/run.html", "run-status", context, moving=not run.finished)
 
 
 @login_required

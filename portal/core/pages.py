@@ -13,6 +13,7 @@ from django.shortcuts import render
 from django.template import loader
 
 from portal.core.errors import ApplicationError, Conflict, NotFound, ValidationFailed
+from portal.core.http import PortalHttpRequest
 
 
 def form_add_error(form: forms.Form, error: ApplicationError) -> None:
@@ -62,6 +63,25 @@ def error_page(request: HttpRequest, *, status: int, title: str, message: str) -
 
 
 POLL_DONE = 286  # htmx stops polling a fragment that answers with this status
+
+
+def polled_page(
+    request: PortalHttpRequest,
+    template: str,
+    fragment: str,
+    context: dict[str, Any],
+    *,
+    moving: bool,
+) -> HttpResponse:
+    """The whole page, or for htmx its `fragment` (a named partial), which answers POLL_DONE once
+    nothing is `moving` so htmx stops polling it."""
+    if not request.htmx:
+        return render(request, template, context)
+    response = render(request, f"{template}#{fragment}", context)
+    if not moving:
+        response.status_code = POLL_DONE
+    return response
+
 
 _TITLES = {400: "Bad request", 403: "Not allowed", 409: "Conflict", 422: "Refused by policy"}
 

@@ -9,12 +9,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import POLL_DONE
+from portal.core.pages import polled_page
 from portal.directory import services
 from portal.directory.models import ChangeState
 from portal.directory.selectors import (
@@ -67,12 +67,9 @@ def _status_context(request: AuthenticatedHttpRequest) -> dict[str, Any]:
 def status(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The sync's state; htmx polls the changes and reports while changes are pending."""
     context = _status_context(request)
-    if request.htmx:
-        response = render(request, "directory/status.html#sync-state", context)
-        if not context["polling"]:
-            response.status_code = POLL_DONE
-        return response
-    return render(request, "directory/status.html", context)
+    return polled_page(
+        request, "directory/status.html", "sync-state", context, moving=context["polling"]
+    )
 
 
 @login_required

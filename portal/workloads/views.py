@@ -20,7 +20,7 @@ from portal.allocations.views import (
 )
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import POLL_DONE, form_page
+from portal.core.pages import form_page, polled_page
 from portal.workloads import services
 from portal.workloads.forms import LaunchForm
 from portal.workloads.models import MOVING_STATES, Notebook, NotebookState
@@ -54,12 +54,9 @@ def notebooks(request: AuthenticatedHttpRequest) -> HttpResponse:
         "states": NotebookState.choices,
         "now": timezone.now(),
     }
-    if request.htmx:
-        response = render(request, "workloads/notebooks.html#notebooks-table", context)
-        if not moving:
-            response.status_code = POLL_DONE
-        return response
-    return render(request, "workloads/notebooks.html", context)
+    return polled_page(
+        request, "workloads/notebooks.html", "notebooks-table", context, moving=moving
+    )
 
 
 def _launch_form(request: AuthenticatedHttpRequest) -> LaunchForm:
@@ -130,13 +127,9 @@ def notebook_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         "namespace": notebook.cluster.namespace_for(notebook.tenant.slug),
         "runs": notebook_runs(notebook, limit=5),
     }
-    if request.htmx:
+    if request.htmx:  # a page watching the notebook: read its pod now
         services.notebook_observe_request(notebook=notebook)
-        response = render(request, "workloads/detail.html#state", context)
-        if not notebook.moving:
-            response.status_code = POLL_DONE
-        return response
-    return render(request, "workloads/detail.html", context)
+    return polled_page(request, "workloads/detail.html", "state", context, moving=notebook.moving)
 
 
 @login_required
