@@ -36,11 +36,15 @@ def _claim(claims: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def _strings(value: Any) -> list[str]:
+def _sent(claims: Mapping[str, Any], path: str) -> list[str] | None:
+    """The distinct strings of a list claim, sorted; None when the claims do not carry it."""
+    value = _claim(claims, path)
+    if value is None:
+        return None
     if isinstance(value, str):
         return [value]
     if isinstance(value, list | tuple):
-        return [item for item in value if isinstance(item, str)]
+        return sorted({item for item in value if isinstance(item, str)})
     return []
 
 
@@ -55,6 +59,9 @@ class ClaimMapping:
     last_name: str
     groups: list[str]
     roles: list[str]
+    # whether the claims carried the groups and the roles claims at all
+    groups_sent: bool
+    roles_sent: bool
     global_role: GlobalRole
     # tenant slug -> role; lead wins over developer
     memberships: dict[str, MemberRole] = field(default_factory=dict)
@@ -71,8 +78,9 @@ def claims_mapping(claims: Mapping[str, Any]) -> ClaimMapping:
         raise SignInRefused(
             f"The identity provider sent no {settings.OIDC_USERNAME_CLAIM!r} claim to name you by."
         )
-    groups = sorted(set(_strings(_claim(claims, settings.OIDC_GROUPS_CLAIM))))
-    roles = sorted(set(_strings(_claim(claims, settings.OIDC_ROLES_CLAIM))))
+    groups_sent = _sent(claims, settings.OIDC_GROUPS_CLAIM)
+    roles_sent = _sent(claims, settings.OIDC_ROLES_CLAIM)
+    groups, roles = groups_sent or [], roles_sent or []
     global_role = GlobalRole.NONE
     if settings.OIDC_ADMIN_ROLE in roles:
         global_role = GlobalRole.ADMIN
@@ -96,6 +104,8 @@ def claims_mapping(claims: Mapping[str, Any]) -> ClaimMapping:
         last_name=str(claims.get("family_name") or "")[:150],
         groups=groups,
         roles=roles,
+        groups_sent=groups_sent is not None,
+        roles_sent=roles_sent is not None,
         global_role=global_role,
         memberships=memberships,
         unmatched_groups=unmatched,
@@ -217,14 +227,12 @@ def _sign_in(claims: Mapping[str, Any], *, absent_means_unknown: bool) -> SignIn
             if value:
                 setattr(user, name, value)
         user.save(update_fields=list(profile_fields))
-    groups_known = _claim(claims, settings.OIDC_GROUPS_CLAIM) is not None
-    roles_known = _claim(claims, settings.OIDC_ROLES_CLAIM) is not None
-    if roles_known or not absent_means_unknown:
+    apply_groups = mapping.groups_sent or not absent_means_unknown
+    apply_roles = mapping.roles_sent or not absent_means_unknown
+    if apply_roles:
         changes |= _apply_global_role(user, mapping.global_role)
     unmatched = list(mapping.unmatched_groups)
-    if settings.PORTAL_MEMBERSHIP_SOURCE == "identity-provider" and (
-        groups_known or not absent_means_unknown
-    ):
+    if apply_groups and settings.PORTAL_MEMBERSHIP_SOURCE == "identity-provider":
         membership_changes, missing = _apply_memberships(user, mapping.memberships)
         changes |= membership_changes
         for group in mapping.groups:
@@ -232,9 +240,9 @@ def _sign_in(claims: Mapping[str, Any], *, absent_means_unknown: bool) -> SignIn
             if tenant_role is not None and tenant_role[0] in missing:
                 unmatched.append(group)
     seen: dict[str, Any] = {"subject": mapping.subject, "signed_in_at": timezone.now()}
-    if groups_known or not absent_means_unknown:
+    if apply_groups:
         seen |= {"groups": mapping.groups, "unmatched_groups": sorted(unmatched)}
-    if roles_known or not absent_means_unknown:
+    if apply_roles:
         seen["roles"] = mapping.roles
     SsoProfile.objects.update_or_create(user=user, defaults=seen)
     if changes:
@@ -262,11 +270,9 @@ def sso_token_user(*, token: str) -> User:
     if profile is not None:
         if not profile.user.is_active:
             raise AuthenticationFailed("This account is disabled.")
-        groups = _claim(claims, settings.OIDC_GROUPS_CLAIM)
-        roles = _claim(claims, settings.OIDC_ROLES_CLAIM)
-        if (groups is None or sorted(set(_strings(groups))) == profile.groups) and (
-            roles is None or sorted(set(_strings(roles))) == profile.roles
-        ):
+        groups = _sent(claims, settings.OIDC_GROUPS_CLAIM)
+        roles = _sent(claims, settings.OIDC_ROLES_CLAIM)
+        if groups in (None, profile.groups) and roles in (None, profile.roles):
             return profile.user
     # New, or the token says something else than the last mapping (a role taken away from a
     # service account that never signs in through the browser): map again.
