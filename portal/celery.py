@@ -10,6 +10,6 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
-app = Celery("portal")
+app = Celery("portal", task_cls="portal.core.task_base:PortalTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

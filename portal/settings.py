@@ -46,15 +46,17 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # The project's apps, lowest layer first (README, Architecture).
     "portal.core",
     "portal.accounts",
     "portal.catalog",
+    "tenants",
+    "portal.directory",
     "portal.allocations",
     "portal.cluster",
-    "portal.metering",
     "portal.workloads",
-    "portal.directory",
-    "tenants",
+    "portal.metering",
+    "portal.demo",
 ]
 
 MIDDLEWARE = [
@@ -353,8 +355,8 @@ STORAGES = {
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "portal.core.authentication.PortalSessionAuthentication",
-        "portal.core.authentication.PortalBearerAuthentication",
+        "portal.accounts.authentication.PortalSessionAuthentication",
+        "portal.accounts.authentication.PortalBearerAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

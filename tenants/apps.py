@@ -4,3 +4,26 @@ from django.apps import AppConfig
 class TenantsConfig(AppConfig):
     name = "tenants"
     verbose_name = "Tenants"
+
+    def ready(self) -> None:
+        from portal.accounts import sso
+        from portal.core import navigation
+        from tenants.selectors import has_tenant_access, persona_of
+        from tenants.services import memberships_apply_from_provider
+
+        sso.memberships_apply.register(memberships_apply_from_provider)
+        sso.has_tenant_access.register(has_tenant_access)
+        navigation.persona_resolver.register(persona_of)
+        for persona, url_name in {
+            "admin": "tenants:manage",
+            "finance": "tenants:finance",
+            "lead": "tenants:team",
+            "developer": "tenants:mine",
+        }.items():
+            navigation.start_pages.register(persona, url_name)
+        members = {"developer", "lead", "admin"}
+        navigation.nav_register("My workspace", "tenants:mine", members, position=10)
+        navigation.nav_register("Team", "tenants:team", {"lead"}, position=50)
+        navigation.nav_register("Chargeback", "tenants:finance", {"finance", "admin"}, position=60)
+        navigation.nav_register("Tenants", "tenants:manage", {"admin"}, position=70)
+        navigation.nav_register("Quota requests", "tenants:quota-queue", {"admin"}, position=80)

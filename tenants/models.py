@@ -3,6 +3,8 @@ from fractions import Fraction
 from django.conf import settings
 from django.db import models
 
+# Re-exported: memberships hold the role, which the accounts app defines with the global ones.
+from portal.accounts.models import MemberRole as MemberRole  # noqa: PLC0414
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.validators import slug_validator
 
@@ -53,11 +55,6 @@ class Tenant(models.Model):
     @property
     def namespace(self) -> str:
         return f"t-{self.slug}"
-
-
-class MemberRole(models.TextChoices):
-    DEVELOPER = "developer", "developer"
-    LEAD = "lead", "lead"
 
 
 class Membership(models.Model):

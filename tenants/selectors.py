@@ -1,16 +1,22 @@
 """Reads of tenants, narrowed to what a user may see: one access path for pages, API and tasks."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
 from django.db.models import Count, Prefetch, QuerySet
 
-from portal.accounts.models import User
-from portal.allocations.models import HOLDING_STATES, GpuRequest
-from portal.catalog.gpu_eq import gpu_eq_sum, gpu_eq_sum_by
+from portal.accounts.models import MemberRole, User
 from portal.catalog.models import GpuModel
-from tenants.models import MemberRole, Membership, Quota, QuotaRequest, QuotaRequestState, Tenant
+from portal.core.registry import Slot
+from tenants.models import (
+    Membership,
+    Quota,
+    QuotaRequest,
+    QuotaRequestState,
+    Tenant,
+    TenantState,
+)
 
 
 def tenants_visible_to(user: User) -> QuerySet[Tenant]:
@@ -38,6 +44,13 @@ def tenants_with_members(tenants: QuerySet[Tenant]) -> QuerySet[Tenant]:
     )
 
 
+# What approved and active allocations hold, per (tenant id, GPU model id), for the given
+# tenants (and only the given model, when not None). The allocations app fills this slot.
+allocations_held: Slot[Callable[[list[int], int | None], dict[tuple[int, int], Fraction]]] = Slot(
+    "allocation ledger", filled_by="the allocations app"
+)
+
+
 @dataclass(frozen=True)
 class QuotaLine:
     """One GPU model's quota in a tenant: how much, how much allocations hold, what is left."""
@@ -57,11 +70,7 @@ def quota_lines_for(tenant_ids: Iterable[int]) -> dict[int, list[QuotaLine]]:
     Used = the exact sum of the GPU-eq that approved and active requests hold, per model.
     """
     ids = list(tenant_ids)
-    used = gpu_eq_sum_by(
-        GpuRequest.objects.filter(tenant_id__in=ids, state__in=HOLDING_STATES),
-        name="gpu_eq",
-        group_by=("tenant_id", "gpu_model_id"),
-    )
+    used = allocations_held.get()(ids, None)
     lines: dict[int, list[QuotaLine]] = {tenant_id: [] for tenant_id in ids}
     quotas = Quota.objects.filter(tenant_id__in=ids).select_related("gpu_model")
     for quota in quotas.order_by("tenant_id", "gpu_model__name"):
@@ -81,12 +90,8 @@ def quota_lines(tenant: Tenant) -> list[QuotaLine]:
 
 def gpu_eq_held(tenant: Tenant, gpu_model_id: int) -> Fraction:
     """What the tenant's approved and active allocations of one model hold, exactly (one query)."""
-    return gpu_eq_sum(
-        GpuRequest.objects.filter(
-            tenant=tenant, gpu_model_id=gpu_model_id, state__in=HOLDING_STATES
-        ),
-        name="gpu_eq",
-    )
+    held = allocations_held.get()([tenant.pk], gpu_model_id)
+    return held.get((tenant.pk, gpu_model_id), Fraction(0))
 
 
 def remaining_gpu_eq(tenant: Tenant, gpu_model: GpuModel) -> Fraction:
@@ -108,3 +113,19 @@ def quota_requests_pending() -> QuerySet[QuotaRequest]:
         .select_related("tenant", "gpu_model", "requested_by")
         .order_by("created_at", "id")
     )
+
+
+def has_tenant_access(user: User) -> bool:
+    """Whether the user is a member of a tenant that is not archived."""
+    return Membership.objects.filter(user=user).exclude(tenant__state=TenantState.ARCHIVED).exists()
+
+
+def persona_of(user: User) -> str:
+    """The user's main persona: the first of admin, finance, lead, developer that they are."""
+    if user.is_portal_admin:
+        return "admin"
+    if user.is_finance:
+        return "finance"
+    if Membership.objects.filter(user=user, role=MemberRole.LEAD).exists():
+        return "lead"
+    return "developer"

@@ -9,23 +9,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.accounts.groups import tenant_group
-from portal.accounts.models import User
+from portal.accounts.models import MemberRole, User
 from portal.catalog.gpu_eq import GpuEqError, GpuEqInput, gpu_eq_parse
 from portal.catalog.models import GpuModel
-from portal.cluster.services import provisioning_request
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
 from portal.core.validators import model_problems
-from portal.directory.services import directory_member_queue, directory_tenant_queue
-from tenants.models import (
-    MemberRole,
-    Membership,
-    Quota,
-    QuotaRequest,
-    QuotaRequestState,
-    Tenant,
-    TenantState,
-)
+from tenants import signals
+from tenants.models import Membership, Quota, QuotaRequest, QuotaRequestState, Tenant, TenantState
 
 TENANT_FIELDS = (
     "name",
@@ -99,8 +90,8 @@ def tenant_create(
         tenant=tenant,
         changes=changes_between({}, snapshot(tenant, ("slug", *TENANT_FIELDS, "state"))),
     )
-    provisioning_request(tenant=tenant, reason="tenant created", actor=actor)
-    directory_tenant_queue(tenant_slug=tenant.slug, actor=actor)
+    _bundle_follows(tenant, reason="tenant created", actor=actor)
+    signals.tenant_created.send(sender=Tenant, tenant=tenant, actor=actor)
     return tenant
 
 
@@ -124,7 +115,7 @@ def tenant_update(*, actor: User, tenant: Tenant, **fields: Any) -> Tenant:
             actor=actor, action="tenant.update", target=tenant, tenant=tenant, changes=changes
         )
         if changes.keys() & QUOTA_FIELDS:
-            provisioning_request(tenant=tenant, reason="resource quotas changed", actor=actor)
+            _bundle_follows(tenant, reason="resource quotas changed", actor=actor)
     return tenant
 
 
@@ -156,11 +147,21 @@ def tenant_change_state(*, actor: User, tenant: Tenant, action: str, comment: st
         changes={"state": [before, target]},
         comment=comment,
     )
-    from portal.workloads.services import notebooks_follow_tenant  # noqa: PLC0415  (cycle)
-
-    notebooks_follow_tenant(tenant=tenant, actor=actor)
-    provisioning_request(tenant=tenant, reason=f"tenant {target}", actor=actor)
+    signals.tenant_state_changed.send(sender=Tenant, tenant=tenant, actor=actor)
+    _bundle_follows(tenant, reason=f"tenant {target}", actor=actor)
     return tenant
+
+
+def _bundle_follows(tenant: Tenant, *, reason: str, actor: User | None) -> None:
+    """The tenant's Kubernetes bundle must follow this change (the cluster app queues a run)."""
+    signals.tenant_changed.send(sender=Tenant, tenant=tenant, reason=reason, actor=actor)
+
+
+def _members_changed(tenant: Tenant, *, username: str, role: str, actor: User | None) -> None:
+    _bundle_follows(tenant, reason="members changed", actor=actor)
+    signals.membership_changed.send(
+        sender=Tenant, tenant=tenant, username=username, role=role, actor=actor
+    )
 
 
 def memberships_follow_identity_provider() -> bool:
@@ -219,10 +220,7 @@ def membership_set(
         )
     else:
         return membership
-    provisioning_request(tenant=tenant, reason="members changed", actor=actor)
-    directory_member_queue(
-        tenant_slug=tenant.slug, username=user.username, role=str(role), actor=actor
-    )
+    _members_changed(tenant, username=user.username, role=str(role), actor=actor)
     return membership
 
 
@@ -248,8 +246,7 @@ def membership_remove(
         changes={"user": [username, None], "role": [membership.role, None]},
     )
     membership.delete()
-    provisioning_request(tenant=tenant, reason="members changed", actor=actor)
-    directory_member_queue(tenant_slug=tenant.slug, username=username, role="", actor=actor)
+    _members_changed(tenant, username=username, role="", actor=actor)
 
 
 @transaction.atomic
@@ -273,7 +270,7 @@ def quota_set(
         tenant=tenant,
         changes={"gpu_eq": [str(before), str(amount)]},
     )
-    provisioning_request(tenant=tenant, reason="quota changed", actor=actor)
+    _bundle_follows(tenant, reason="quota changed", actor=actor)
     return quota
 
 
@@ -385,3 +382,41 @@ def tenant_apply_changes(
             actor=actor, tenant=tenant, action=_STATE_TO_ACTION[TenantState(state)]
         )
     return tenant
+
+
+def memberships_apply_from_provider(
+    user: User, wanted: dict[str, MemberRole]
+) -> tuple[dict[str, list[Any]], list[str]]:
+    """Add, change and remove the user's memberships to match `wanted`; return the before/after
+    change and the wanted slugs that name no (live) tenant."""
+    tenants = {
+        tenant.slug: tenant
+        for tenant in Tenant.objects.filter(slug__in=wanted).exclude(state=TenantState.ARCHIVED)
+    }
+    current = {
+        membership.tenant.slug: membership
+        for membership in Membership.objects.filter(user=user)
+        .exclude(tenant__state=TenantState.ARCHIVED)
+        .select_related("tenant")
+    }
+    for slug, role in wanted.items():
+        if slug in tenants and (slug not in current or current[slug].role != role):
+            membership_set(
+                actor=None,
+                tenant=tenants[slug],
+                user=user,
+                role=role,
+                from_identity_provider=True,
+            )
+    for slug, membership in current.items():
+        if slug not in wanted or slug not in tenants:
+            membership_remove(
+                actor=None,
+                tenant=membership.tenant,
+                username=user.username,
+                from_identity_provider=True,
+            )
+    before = {slug: str(membership.role) for slug, membership in sorted(current.items())}
+    after = {slug: str(role) for slug, role in sorted(wanted.items()) if slug in tenants}
+    missing = sorted(slug for slug in wanted if slug not in tenants)
+    return ({"memberships": [before, after]} if before != after else {}), missing

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.accounts.groups import tenant_group
-from portal.cluster.selectors import provisioning_overview
+from portal.accounts.models import MemberRole
 from portal.core.errors import ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
@@ -29,7 +29,8 @@ from tenants.forms import (
     TenantCreateForm,
     TenantPolicyForm,
 )
-from tenants.models import MemberRole, QuotaRequest, Tenant, TenantState
+from tenants.models import QuotaRequest, Tenant, TenantState
+from tenants.pages import tenant_sections_context
 from tenants.selectors import (
     memberships_of,
     quota_lines,
@@ -143,10 +144,10 @@ def _detail_context(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[s
         "quota_requests": quota_requests_for(tenant)[:20]
         if allows(user, tenant, Access.READ_QUOTA_REQUESTS, role=role)
         else [],
-        "provisioning": provisioning_overview(tenant),
         "quota_form": QuotaForm(),
         "member_form": MemberForm(),
         "quota_request_form": QuotaRequestForm(),
+        **tenant_sections_context(tenant),
     }
 
 

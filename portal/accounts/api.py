@@ -10,9 +10,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.accounts.models import SsoProfile, User
-from portal.accounts.selectors import persona_of, sign_in_mapping_for, users_for_identity
+from portal.accounts.selectors import sign_in_mapping_for, users_for_identity
 from portal.core.http import api_user
-from tenants.selectors import memberships_of
+from portal.core.navigation import persona_of
 
 
 class MembershipSummarySerializer(serializers.Serializer[object]):
@@ -34,7 +34,9 @@ class MeSerializer(serializers.Serializer[User]):
 
     @extend_schema(responses=MembershipSummarySerializer(many=True))
     def get_tenants(self, user: User) -> list[dict[str, str]]:
-        return MembershipSummarySerializer(memberships_of(user), many=True).data  # type: ignore[return-value]
+        return MembershipSummarySerializer(
+            user.memberships.select_related("tenant"), many=True
+        ).data  # type: ignore[return-value]
 
 
 class MeView(APIView):

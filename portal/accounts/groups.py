@@ -8,7 +8,7 @@ and the Keycloak sync creates them.
 import re
 from functools import cache
 
-from tenants.models import MemberRole
+from portal.accounts.models import MemberRole
 
 # A role's group is named with the role in the plural: `leads`, `developers`.
 ROLE_OF_GROUP = {f"{role}s": MemberRole(role) for role in MemberRole.values}

@@ -10,6 +10,13 @@ class GlobalRole(models.TextChoices):
     ADMIN = "admin", "admin"
 
 
+class MemberRole(models.TextChoices):
+    """A user's role in one tenant; held on the tenants app's memberships."""
+
+    DEVELOPER = "developer", "developer"
+    LEAD = "lead", "lead"
+
+
 class User(AbstractUser):
     global_role = models.CharField(
         max_length=16, choices=GlobalRole.choices, default=GlobalRole.NONE, blank=True

@@ -24,6 +24,8 @@ from joserfc.jwk import KeySet
 from joserfc.jws import JWSRegistry
 from rest_framework.exceptions import AuthenticationFailed
 
+from portal.accounts.errors import ProviderUnavailable, SignInRefused
+
 logger = logging.getLogger(__name__)
 
 # The discovery document and keys are read again after this long (keys also on an unknown
@@ -31,19 +33,6 @@ logger = logging.getLogger(__name__)
 METADATA_MAX_AGE_SECONDS = 3600
 KEYS_REFETCH_SECONDS = 60
 LEEWAY_SECONDS = 60
-
-
-class SignInRefused(Exception):
-    """The sign-in cannot go on: the provider's answer cannot be trusted, or its claims cannot
-    be used (no username, a name that belongs to a local account); `reason` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class ProviderUnavailable(SignInRefused):
-    """The provider could not be reached or answered with an error."""
 
 
 @dataclass(frozen=True)

@@ -1,36 +1,11 @@
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Prefetch, Q, QuerySet
-from django.urls import reverse
+from django.db.models import Q, QuerySet
 
 from portal.accounts.groups import tenant_group
-from portal.accounts.models import User
+from portal.accounts.models import MemberRole, User
 from portal.core.errors import NotFound
-from tenants.models import MemberRole, Membership
-
-
-def persona_of(user: User) -> str:
-    """The user's main persona: the first of admin, finance, lead, developer that they are."""
-    if user.is_portal_admin:
-        return "admin"
-    if user.is_finance:
-        return "finance"
-    if Membership.objects.filter(user=user, role=MemberRole.LEAD).exists():
-        return "lead"
-    return "developer"
-
-
-START_PAGES = {
-    "admin": "tenants:manage",
-    "finance": "tenants:finance",
-    "lead": "tenants:team",
-    "developer": "tenants:mine",
-}
-
-
-def start_url_for(user: User) -> str:
-    return reverse(START_PAGES[persona_of(user)])
 
 
 @dataclass(frozen=True)
@@ -96,9 +71,7 @@ def users_for_identity(user: User, *, query: str = "") -> QuerySet[User]:
     _admins_only(user)
     users = (
         User.objects.select_related("sso")
-        .prefetch_related(
-            Prefetch("memberships", queryset=Membership.objects.select_related("tenant"))
-        )
+        .prefetch_related("memberships__tenant")
         .order_by("username")
     )
     if query:

@@ -5,7 +5,7 @@ when the identity provider is the source of memberships, the tenant memberships 
 groups claim, added and removed to match. Each change is an audit event.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,13 +16,12 @@ from django.utils import timezone
 from rest_framework.exceptions import AuthenticationFailed
 
 from portal.accounts import oidc
+from portal.accounts.errors import SignInRefused
 from portal.accounts.groups import tenant_role_of_group
-from portal.accounts.models import GlobalRole, SsoProfile, User
-from portal.accounts.oidc import SignInRefused
+from portal.accounts.models import GlobalRole, MemberRole, SsoProfile, User
 from portal.accounts.services import user_create
 from portal.core.audit import audit_record
-from tenants.models import MemberRole, Membership, Tenant, TenantState
-from tenants.services import membership_remove, membership_set
+from portal.core.registry import Slot
 
 
 def _claim(claims: Mapping[str, Any], path: str) -> Any:
@@ -46,6 +45,19 @@ def _sent(claims: Mapping[str, Any], path: str) -> list[str] | None:
     if isinstance(value, list | tuple):
         return sorted({item for item in value if isinstance(item, str)})
     return []
+
+
+# Memberships live in the tenants app, which fills these slots when it is ready:
+# - `memberships_apply(user, wanted)` adds, changes and removes the user's memberships to match
+#   `wanted` (tenant slug -> role) and returns the before/after change and the wanted slugs that
+#   name no live tenant;
+# - `has_tenant_access(user)` says whether the user is a member of a live tenant.
+memberships_apply: Slot[
+    Callable[[User, dict[str, MemberRole]], tuple[dict[str, list[Any]], list[str]]]
+] = Slot("membership mapper", filled_by="the tenants app")
+has_tenant_access: Slot[Callable[[User], bool]] = Slot(
+    "tenant access check", filled_by="the tenants app"
+)
 
 
 @dataclass(frozen=True)
@@ -154,44 +166,6 @@ def _apply_global_role(user: User, role: GlobalRole) -> dict[str, list[Any]]:
     return {"global_role": [before or None, role or None]}
 
 
-def _apply_memberships(
-    user: User, wanted: dict[str, MemberRole]
-) -> tuple[dict[str, list[Any]], list[str]]:
-    """Add, change and remove the user's memberships to match `wanted`; return the before/after
-    change and the wanted slugs that name no (live) tenant."""
-    tenants = {
-        tenant.slug: tenant
-        for tenant in Tenant.objects.filter(slug__in=wanted).exclude(state=TenantState.ARCHIVED)
-    }
-    current = {
-        membership.tenant.slug: membership
-        for membership in Membership.objects.filter(user=user)
-        .exclude(tenant__state=TenantState.ARCHIVED)
-        .select_related("tenant")
-    }
-    for slug, role in wanted.items():
-        if slug in tenants and (slug not in current or current[slug].role != role):
-            membership_set(
-                actor=None,
-                tenant=tenants[slug],
-                user=user,
-                role=role,
-                from_identity_provider=True,
-            )
-    for slug, membership in current.items():
-        if slug not in wanted or slug not in tenants:
-            membership_remove(
-                actor=None,
-                tenant=membership.tenant,
-                username=user.username,
-                from_identity_provider=True,
-            )
-    before = {slug: str(membership.role) for slug, membership in sorted(current.items())}
-    after = {slug: str(role) for slug, role in sorted(wanted.items()) if slug in tenants}
-    missing = sorted(slug for slug in wanted if slug not in tenants)
-    return ({"memberships": [before, after]} if before != after else {}), missing
-
-
 def sso_sign_in(*, claims: Mapping[str, Any], absent_means_unknown: bool = False) -> SignInOutcome:
     """Find or create the user the checked claims name, and apply the mapping.
 
@@ -233,7 +207,7 @@ def _sign_in(claims: Mapping[str, Any], *, absent_means_unknown: bool) -> SignIn
         changes |= _apply_global_role(user, mapping.global_role)
     unmatched = list(mapping.unmatched_groups)
     if apply_groups and settings.PORTAL_MEMBERSHIP_SOURCE == "identity-provider":
-        membership_changes, missing = _apply_memberships(user, mapping.memberships)
+        membership_changes, missing = memberships_apply.get()(user, mapping.memberships)
         changes |= membership_changes
         for group in mapping.groups:
             tenant_role = tenant_role_of_group(settings.PORTAL_TENANT_GROUP, group)
@@ -253,10 +227,7 @@ def _sign_in(claims: Mapping[str, Any], *, absent_means_unknown: bool) -> SignIn
             changes=changes,
             comment="Applied from the identity provider's claims at sign-in.",
         )
-    has_access = (
-        user.global_role != GlobalRole.NONE
-        or Membership.objects.filter(user=user).exclude(tenant__state=TenantState.ARCHIVED).exists()
-    )
+    has_access = user.global_role != GlobalRole.NONE or has_tenant_access.get()(user)
     return SignInOutcome(user=user, mapping=mapping, has_access=has_access)
 
 

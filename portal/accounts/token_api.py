@@ -31,11 +31,21 @@ from portal.core.http import api_user
 from portal.core.idempotency import IDEMPOTENCY_HEADER, idempotent
 
 
+class PortalSessionScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    """The browser session in the schema; registered on import, like the bearer scheme."""
+
+    target_class = "portal.accounts.authentication.PortalSessionAuthentication"
+    name = "session"
+
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:
+        return {"type": "apiKey", "in": "cookie", "name": "sessionid"}
+
+
 class PortalBearerScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
     """The bearer scheme in the schema; registered on import, as the token API is loaded with
     the URLs the schema describes."""
 
-    target_class = "portal.core.authentication.PortalBearerAuthentication"
+    target_class = "portal.accounts.authentication.PortalBearerAuthentication"
     name = "bearer"
 
     def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, Any]:

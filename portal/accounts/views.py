@@ -14,15 +14,15 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from portal.accounts.oidc import ProviderUnavailable, SignInRefused
+from portal.accounts.errors import ProviderUnavailable, SignInRefused
 from portal.accounts.selectors import (
     sign_in_mapping,
     sign_in_mapping_for,
-    start_url_for,
     users_for_identity,
 )
 from portal.accounts.sso import sso_logout_url, sso_sign_in_finish, sso_sign_in_start
 from portal.core.http import AuthenticatedHttpRequest
+from portal.core.navigation import start_url_for
 
 logger = logging.getLogger(__name__)
 

@@ -3,23 +3,19 @@
 Services call `notify_on_commit`; the email and the webhook leave from tasks after the
 transaction commits, so a rolled-back change tells nobody and a slow mail server or webhook
 never holds a request up. Webhook bodies are signed: `X-Portal-Signature: sha256=<hex>` is the
-HMAC-SHA256, with PORTAL_WEBHOOK_SECRET, of `<X-Portal-Timestamp>.<body>`.
+HMAC-SHA256, with PORTAL_WEBHOOK_SECRET, of `<X-Portal-Timestamp>.<body>` (see `webhook`).
 """
 
-import hashlib
-import hmac
-import json
-import time
 from typing import Any
 
-import requests
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
 
+from portal.accounts.models import MemberRole
 from portal.allocations.models import GpuRequest
+from portal.allocations.webhook import webhook_post
 from portal.catalog.gpu_eq import gpu_eq_display
-from tenants.models import MemberRole, Membership
+from tenants.models import Membership
 
 EVENTS = {
     "request.pending": "Request {id} waits for a lead: {what} in {tenant}",
@@ -34,8 +30,7 @@ def notify_on_commit(gpu_request: GpuRequest, event: str) -> None:
     """Send `event` about `gpu_request` once the current transaction commits."""
     from portal.allocations.tasks import send_request_notification  # noqa: PLC0415  (cycle)
 
-    request_id = gpu_request.pk
-    transaction.on_commit(lambda: send_request_notification.delay(request_id, event))
+    send_request_notification.delay(gpu_request.pk, event)
 
 
 def recipients(gpu_request: GpuRequest, event: str) -> list[str]:
@@ -85,30 +80,6 @@ def email_send(gpu_request: GpuRequest, event: str) -> int:
     return send_mail(subject(gpu_request, event), body, None, to)
 
 
-def webhook_signature(*, secret: str, timestamp: str, body: bytes) -> str:
-    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return f"sha256={digest.hexdigest()}"
-
-
-def webhook_request(event_payload: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
-    """The signed body and headers of one webhook delivery."""
-    body = json.dumps(event_payload, sort_keys=True).encode()
-    timestamp = str(int(time.time()))
-    headers = {
-        "Content-Type": "application/json",
-        "X-Portal-Event": str(event_payload["event"]),
-        "X-Portal-Timestamp": timestamp,
-        "X-Portal-Signature": webhook_signature(
-            secret=settings.PORTAL_WEBHOOK_SECRET or "", timestamp=timestamp, body=body
-        ),
-    }
-    return body, headers
-
-
-class WebhookFailed(Exception):
-    """The receiver answered with a server error; worth trying again."""
-
-
 def notification_send(*, request_id: int, event: str) -> dict[str, Any] | None:
     """Email `event` about a request; the webhook payload to deliver when a webhook is set.
 
@@ -126,13 +97,6 @@ def notification_send(*, request_id: int, event: str) -> dict[str, Any] | None:
 
 
 def webhook_deliver(event_payload: dict[str, Any]) -> int:
-    """POST one signed event to PORTAL_WEBHOOK_URL and return the receiver's status (0 when the
-    webhook was switched off since). Raises WebhookFailed on 5xx; network errors propagate."""
-    url = settings.PORTAL_WEBHOOK_URL
-    if not url:
-        return 0
-    body, headers = webhook_request(event_payload)
-    response = requests.post(url, data=body, headers=headers, timeout=10)
-    if response.status_code >= 500:
-        raise WebhookFailed(f"webhook answered {response.status_code}")
-    return response.status_code
+    """Deliver one event through the webhook gateway: the receiver's status. Raises
+    WebhookFailed when it is worth trying again."""
+    return webhook_post(event_payload)

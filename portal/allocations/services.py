@@ -15,12 +15,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from portal.accounts.models import User
+from portal.accounts.models import MemberRole, User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose, RequestState
 from portal.allocations.notifications import notify_on_commit
+from portal.allocations.signals import allocation_state_changed
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
-from portal.cluster.services import provisioning_request
 from portal.core.audit import audit_record
 from portal.core.errors import (
     InvalidTransition,
@@ -30,8 +30,9 @@ from portal.core.errors import (
     ValidationFailed,
 )
 from tenants.access import role_in
-from tenants.models import MemberRole, Quota, Tenant, TenantState
+from tenants.models import Quota, Tenant, TenantState
 from tenants.selectors import gpu_eq_held
+from tenants.signals import tenant_changed
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,8 @@ def _lock(gpu_request: GpuRequest, *, allowed: tuple[str, ...], verb: str) -> Gp
 
 
 def _provision(gpu_request: GpuRequest, *, actor: User | None, reason: str) -> None:
-    provisioning_request(
+    tenant_changed.send(
+        sender=GpuRequest,
         tenant=gpu_request.tenant,
         reason=f"request {gpu_request.pk}: {reason}",
         actor=actor,
@@ -228,12 +230,12 @@ def _transition(
         changes={"state": [before, to], **(extra or {})},
         comment=comment,
     )
-    from portal.workloads.services import notebooks_follow_allocation  # noqa: PLC0415  (cycle)
-
     # Notebooks follow their allocation: stopped before its quota goes, started after the
     # quota is there (a notebook run waits for the runs queued before it).
     if to not in HOLDING_STATES:
-        notebooks_follow_allocation(allocation=gpu_request, before=before, actor=actor)
+        allocation_state_changed.send(
+            sender=GpuRequest, allocation=gpu_request, before=before, actor=actor
+        )
     # The namespace's quota follows the allocations that hold quota.
     if (before in HOLDING_STATES) != (to in HOLDING_STATES):
         _provision(
@@ -242,7 +244,9 @@ def _transition(
             reason="allocation starts" if to in HOLDING_STATES else "allocation ends",
         )
     if to in HOLDING_STATES:
-        notebooks_follow_allocation(allocation=gpu_request, before=before, actor=actor)
+        allocation_state_changed.send(
+            sender=GpuRequest, allocation=gpu_request, before=before, actor=actor
+        )
     return gpu_request
 
 

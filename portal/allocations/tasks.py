@@ -1,7 +1,7 @@
-import requests
 from celery import shared_task
 
-from portal.allocations.notifications import WebhookFailed, notification_send, webhook_deliver
+from portal.allocations.errors import WebhookFailed
+from portal.allocations.notifications import notification_send, webhook_deliver
 from portal.allocations.services import allocations_expire, allocations_notify_expiring
 
 
@@ -27,7 +27,7 @@ def send_request_notification(request_id: int, event: str) -> None:
 
 @shared_task(
     acks_late=True,
-    autoretry_for=(requests.ConnectionError, requests.Timeout, WebhookFailed),
+    autoretry_for=(WebhookFailed,),
     max_retries=8,
     retry_backoff=2,
     retry_backoff_max=600,

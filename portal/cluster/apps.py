@@ -5,3 +5,17 @@ class ClusterConfig(AppConfig):
     name = "portal.cluster"
     label = "cluster"
     verbose_name = "Kubernetes clusters and provisioning"
+
+    def ready(self) -> None:
+        from portal.cluster.receivers import provisioning_follows_tenant, provisioning_section
+        from portal.core.navigation import nav_register
+        from tenants.pages import TenantSection, tenant_sections
+        from tenants.signals import tenant_changed
+
+        tenant_changed.connect(provisioning_follows_tenant, dispatch_uid="cluster.provisioning")
+        tenant_sections.register(
+            "provisioning",
+            TenantSection("cluster/tenant_runs.html#provisioning", provisioning_section),
+        )
+        nav_register("Clusters", "cluster:clusters", {"admin"}, position=100)
+        nav_register("Capacity", "cluster:capacity", {"developer", "lead"}, position=120)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import urllib3
 from django.conf import settings
 
+from portal.cluster.errors import ClusterRefused, ClusterUnavailable
 from portal.cluster.models import Cluster, Connection
 
 # The kubernetes client is imported where it is first used, not here: it takes a quarter of a
@@ -33,27 +34,6 @@ TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_SECONDS = 30.0
 
 T = TypeVar("T")
-
-
-class ClusterError(Exception):
-    """A cluster call failed; `message` is what admins are shown."""
-
-    transient = False
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-
-
-class ClusterUnavailable(ClusterError):
-    """Still failing after the retries: the cluster may answer later."""
-
-    transient = True
-
-
-class ClusterRefused(ClusterError):
-    """The API server refused the request (4xx): retrying the same thing will not help."""
 
 
 def _status_message(error: "ApiException") -> str:

@@ -2,7 +2,7 @@
 
 from celery import Task, shared_task
 
-from portal.cluster.gateway import ClusterError
+from portal.cluster.errors import ClusterError
 from portal.cluster.models import Cluster, RunState
 from portal.cluster.services import (
     capacity_collect,

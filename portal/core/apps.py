@@ -7,6 +7,8 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self) -> None:
-        from portal.core import metrics, schema  # noqa: F401  (schema registers extensions)
+        from portal.core import metrics
+        from portal.core.navigation import nav_register
 
         metrics.connect()
+        nav_register("Audit log", "audit", {"developer", "lead", "finance", "admin"}, position=140)

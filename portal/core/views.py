@@ -7,11 +7,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from portal.accounts.selectors import start_url_for
 from portal.core.forms import AuditFilterForm
 from portal.core.health import readiness_problems
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.metrics import metrics_allowed
+from portal.core.navigation import start_url_for
 from portal.core.pages import error_page
 from portal.core.selectors import audit_events_filtered, audit_events_visible_to
 

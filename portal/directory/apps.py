@@ -5,3 +5,10 @@ class DirectoryConfig(AppConfig):
     name = "portal.directory"
     label = "directory"
     verbose_name = "Directory sync"
+
+    def ready(self) -> None:
+        from portal.directory.receivers import group_follows_membership, groups_follow_new_tenant
+        from tenants.signals import membership_changed, tenant_created
+
+        tenant_created.connect(groups_follow_new_tenant, dispatch_uid="directory.tenant")
+        membership_changed.connect(group_follows_membership, dispatch_uid="directory.member")

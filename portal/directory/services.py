@@ -47,8 +47,7 @@ def _portal_decides_memberships() -> bool:
 def _send_on_commit() -> None:
     from portal.directory.tasks import send_directory_changes  # noqa: PLC0415  (cycle)
 
-    # A lost enqueue (Redis down) loses nothing: the change waits in the table for the beat.
-    transaction.on_commit(send_directory_changes.delay, robust=True)
+    send_directory_changes.delay()
 
 
 def _queue(
@@ -417,4 +416,4 @@ def directory_reconcile_request(*, actor: User) -> None:
         )
     from portal.directory.tasks import reconcile_directory  # noqa: PLC0415  (cycle)
 
-    transaction.on_commit(reconcile_directory.delay)
+    reconcile_directory.delay()

@@ -11,6 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError
 
+from portal.core.task_base import RobustlySentTask
 from portal.directory import services
 
 
@@ -22,6 +23,8 @@ from portal.directory import services
     retry_backoff=5,
     retry_backoff_max=60,
     max_retries=3,
+    # A lost send (Redis down) loses nothing: the change waits in the table for the beat.
+    base=RobustlySentTask,
 )
 def send_directory_changes() -> dict[str, int | str] | str:
     """Every minute, and after each change is queued: send pending changes in order."""

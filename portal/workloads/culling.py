@@ -12,8 +12,9 @@ knows nothing about (neither metric) is left alone: no evidence, no stop.
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import Enum
 
@@ -21,24 +22,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from portal.metering.prometheus import PrometheusError, Sample, prometheus_gateway
+from portal.core.registry import Slot
 from portal.workloads.models import Desired, Notebook, NotebookState
 
 logger = logging.getLogger(__name__)
-
-POD_PATTERN = "nb-[0-9]+-0"
-KERNEL_QUERY = (
-    "max by (namespace, pod) "
-    f'(jupyter_server_last_activity_timestamp_seconds{{pod=~"{POD_PATTERN}"}})'
-)
-
-
-def gpu_query(window_seconds: int) -> str:
-    """Each notebook pod's highest GPU utilisation over the last `window_seconds`."""
-    return (
-        "max by (namespace, pod) (max_over_time("
-        f'DCGM_FI_DEV_GPU_UTIL{{pod=~"{POD_PATTERN}"}}[{window_seconds}s]))'
-    )
 
 
 class Verdict(Enum):
@@ -104,42 +91,20 @@ def cull_decision(  # noqa: PLR0911 - one verdict per branch reads best
     return CullDecision(Verdict.IDLE, idle_since)
 
 
-def _by_pod(samples: list[Sample], *, at_time: bool = False) -> dict[tuple[str, str], object]:
-    found: dict[tuple[str, str], object] = {}
-    for sample in samples:
-        if not sample.value.is_finite():
-            continue  # NaN or Inf: no evidence either way
-        key = (sample.labels.get("namespace", ""), sample.labels.get("pod", ""))
-        found[key] = (
-            datetime.fromtimestamp(float(sample.value), tz=UTC) if at_time else sample.value
-        )
-    return found
+class ActivityUnavailable(Exception):
+    """The metrics could not be read: nothing is decided this period."""
 
 
-def notebook_activity(notebooks: list[Notebook]) -> dict[int, Activity]:
-    """Each notebook's GPU and kernel activity: two queries. Raises PrometheusError."""
-    gateway = prometheus_gateway()
-    window = settings.PORTAL_CULL_SECONDS + 60
-    gpu = _by_pod(gateway.query(gpu_query(window)))
-    kernel = _by_pod(gateway.query(KERNEL_QUERY), at_time=True)
-    activity = {}
-    for notebook in notebooks:
-        key = (
-            notebook.cluster.namespace_for(notebook.tenant.slug),
-            f"{notebook.kubernetes_name}-0",
-        )
-        util = gpu.get(key)
-        last = kernel.get(key)
-        activity[notebook.pk] = Activity(
-            gpu_util_max=util if isinstance(util, Decimal) else None,
-            last_kernel_activity=last if isinstance(last, datetime) else None,
-        )
-    return activity
+# How each notebook's activity is read: the metering app fills this slot with its Prometheus
+# reader (two queries per period). Raises ActivityUnavailable.
+activity_source: Slot[Callable[[list[Notebook]], dict[int, Activity]]] = Slot(
+    "notebook activity source", filled_by="the metering app"
+)
 
 
 def notebooks_cull(*, now: datetime | None = None) -> dict[str, int]:
     """One culling period over every running notebook whose tenant culls. Returns counts per
-    verdict. Prometheus unreachable: nothing is decided (PrometheusError is raised)."""
+    verdict. Metrics unreadable: nothing is decided (ActivityUnavailable is raised)."""
     from portal.workloads.services import notebook_cull, notebook_cull_notice  # noqa: PLC0415
 
     moment = now or timezone.now()
@@ -153,7 +118,7 @@ def notebooks_cull(*, now: datetime | None = None) -> dict[str, int]:
     counts = {verdict.value: 0 for verdict in Verdict}
     if not candidates:
         return counts
-    activity = notebook_activity(candidates)
+    activity = activity_source.get()(candidates)
     for notebook in candidates:
         decision = cull_decision(
             now=moment,
@@ -196,6 +161,6 @@ def cull_safely(*, now: datetime | None = None) -> dict[str, int] | str:
     """The periodic task's body: Prometheus being down is reported, not raised."""
     try:
         return notebooks_cull(now=now)
-    except PrometheusError as error:
+    except ActivityUnavailable as error:
         logger.warning("idle notebooks not culled: %s", error)
         return str(error)

@@ -5,7 +5,8 @@ Called by the cluster's run executor, outside any transaction; the run's end is 
 the executor, which then calls `notebook_run_finished`.
 """
 
-from portal.cluster.gateway import ClusterError, KubernetesGateway
+from portal.cluster.errors import ClusterError
+from portal.cluster.gateway import KubernetesGateway
 from portal.cluster.manifests import manifests_yaml
 from portal.cluster.models import Outcome, ProvisioningRun
 from portal.cluster.services.bundle import SyncReport, object_result

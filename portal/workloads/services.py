@@ -22,7 +22,8 @@ from django.utils import timezone
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.catalog.models import Offering
-from portal.cluster.gateway import ClusterError, KubernetesGateway
+from portal.cluster.errors import ClusterError
+from portal.cluster.gateway import KubernetesGateway
 from portal.cluster.models import (
     UNFINISHED_RUN_STATES,
     Cluster,
@@ -512,8 +513,7 @@ def notebook_observe_request(*, notebook: Notebook, force: bool = False) -> bool
         )
     if not claimed.update(observe_requested_at=now):
         return False
-    notebook_id = notebook.pk
-    transaction.on_commit(lambda: observe_notebook.delay(notebook_id))
+    observe_notebook.delay(notebook.pk)
     return True
 
 
@@ -685,8 +685,7 @@ def notebook_cull_notice(
         changes={"cull_at": [None, cull_at.isoformat() if cull_at else None]},
         comment="Idle: it stops then unless it is used or snoozed.",
     )
-    notebook_id = locked.pk
-    transaction.on_commit(lambda: send_cull_notice.delay(notebook_id))
+    send_cull_notice.delay(locked.pk)
     return locked
 
 

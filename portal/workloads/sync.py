@@ -7,7 +7,8 @@ workspace only when asked.
 
 from typing import Any
 
-from portal.cluster.gateway import ClusterError, KubernetesGateway
+from portal.cluster.errors import ClusterError
+from portal.cluster.gateway import KubernetesGateway
 from portal.cluster.manifests import LABEL_COMPONENT, LABEL_MANAGED_BY
 from portal.cluster.models import MANAGED_BY, Outcome
 from portal.cluster.services.bundle import ObjectResult, SyncReport, object_result

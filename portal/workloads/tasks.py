@@ -4,7 +4,7 @@ from typing import Any
 
 from celery import shared_task
 
-from portal.cluster.gateway import ClusterError
+from portal.cluster.errors import ClusterError
 from portal.workloads import culling, services
 
 

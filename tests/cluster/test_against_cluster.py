@@ -11,9 +11,10 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from portal.accounts.models import MemberRole
 from portal.allocations.models import RequestState
 from portal.allocations.services import gpu_request_submit
-from portal.cluster.gateway import ClusterError
+from portal.cluster.errors import ClusterError
 from portal.cluster.models import Outcome, ProvisioningRun, RunKind, RunState
 from portal.cluster.services import (
     capacity_collect,
@@ -27,7 +28,6 @@ from portal.workloads.services import (
     notebook_stop,
     notebooks_observe,
 )
-from tenants.models import MemberRole
 from tenants.services import tenant_change_state, tenant_create
 from tests.cluster.fixtures import run_queued
 
@@ -462,7 +462,8 @@ def test_the_cluster_role_grants_every_request_the_portal_makes(
 
 
 def test_a_delete_only_removes_the_object_as_it_was_checked(live_cluster, kube_api):
-    from portal.cluster.gateway import ClusterRefused, KubernetesGateway  # noqa: PLC0415
+    from portal.cluster.errors import ClusterRefused  # noqa: PLC0415
+    from portal.cluster.gateway import KubernetesGateway  # noqa: PLC0415
 
     kube_api.put_object(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t-x", "labels": {"a": "1"}}}

@@ -3,7 +3,7 @@
 1. Installs the system packages the suite needs (PostgreSQL, Redis, Prometheus, Chromium)
    through apt when they are missing and we are root; otherwise says what to install.
 2. Starts throwaway PostgreSQL, Redis and Prometheus servers on free loopback ports.
-3. Runs ruff, mypy and the whole pytest suite against them.
+3. Runs ruff, mypy, the import contracts (lint-imports) and the whole pytest suite against them.
 4. Stops what it started, also when a step fails or the run is interrupted.
 
 The exit status is non-zero when any step failed.
@@ -112,6 +112,9 @@ def main(pytest_args: list[str]) -> int:
                 )
             )
             codes.append(run_step("mypy", [python, "-m", "mypy", "."], lint_only_env))
+            # The apps import only downwards; only gateways reach the network (pyproject.toml).
+            lint_imports = str(Path(python).parent / "lint-imports")
+            codes.append(run_step("import contracts", [lint_imports], lint_only_env))
         pytest_code = run_step("pytest", [python, "-m", "pytest", *pytest_args], env)
         failed = [code for code in codes if code != 0]
         print("==> stopping the services", flush=True)

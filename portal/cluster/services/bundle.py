@@ -8,7 +8,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.cluster.gateway import ClusterError, KubernetesGateway
+from portal.cluster.errors import ClusterError
+from portal.cluster.gateway import KubernetesGateway
 from portal.cluster.manifests import (
     BUNDLE_SELECTOR,
     LABEL_MANAGED_BY,

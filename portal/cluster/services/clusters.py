@@ -108,5 +108,4 @@ def cluster_refresh_request(*, actor: User, cluster: Cluster, what: str) -> None
     if what not in tasks:
         raise ValidationFailed.on("action", f"Unknown action {what!r}.")
     audit_record(actor=actor, action=f"cluster.{what}_requested", target=cluster)
-    cluster_id = cluster.pk
-    transaction.on_commit(lambda: tasks[what].delay(cluster_id))
+    tasks[what].delay(cluster.pk)

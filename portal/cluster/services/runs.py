@@ -10,9 +10,10 @@ event and the allocations it started in one transaction.
 
 import logging
 import socket
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
@@ -20,7 +21,9 @@ from django.utils import timezone
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest
-from portal.cluster.gateway import ClusterError, KubernetesGateway
+from portal.allocations.services import allocations_activate
+from portal.cluster.errors import ClusterError
+from portal.cluster.gateway import KubernetesGateway
 from portal.cluster.manifests import manifests_yaml, tenant_bundle_manifests
 from portal.cluster.models import (
     UNFINISHED_RUN_STATES,
@@ -35,10 +38,8 @@ from portal.cluster.selectors import BundleInput, bundle_input
 from portal.cluster.services.bundle import SyncReport, bundle_sync, namespace_delete, object_result
 from portal.core.audit import audit_record
 from portal.core.errors import InvalidTransition, PermissionDenied
+from portal.core.registry import Registry
 from tenants.models import Tenant, TenantState
-
-if TYPE_CHECKING:
-    from portal.workloads.models import Notebook
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +52,29 @@ MAX_RUN_ATTEMPTS = 4
 NAMESPACE_MAX_LENGTH = 63
 
 
-def _enqueue_on_commit(run: ProvisioningRun) -> None:
+@dataclass(frozen=True)
+class RunKindHandler:
+    """How runs of a kind that a higher app owns (notebooks) are done and followed up.
+
+    `sync(run, gateway)` applies the run's objects (gateway None: a dry-run cluster, render
+    only) and returns the manifests as YAML and the report; `finished(run)` is called inside
+    the transaction that records the run's outcome.
+    """
+
+    sync: Callable[[ProvisioningRun, KubernetesGateway | None], tuple[str, SyncReport]]
+    finished: Callable[[ProvisioningRun], None]
+
+
+# Filled by the apps that own such runs when they are ready (workloads: RunKind.NOTEBOOK).
+run_kinds: Registry[str, RunKindHandler] = Registry("provisioning run kind")
+
+
+def _enqueue(run_id: int) -> None:
+    """Execute run `run_id` in a worker once the caller's transaction commits."""
+    # Tasks call services and services send tasks: one of the two imports when it runs.
     from portal.cluster.tasks import execute_provisioning_run  # noqa: PLC0415  (cycle)
 
-    run_id = run.pk
-    transaction.on_commit(lambda: execute_provisioning_run.delay(run_id))
+    execute_provisioning_run.delay(run_id)
 
 
 def provisioning_run_queue(
@@ -66,7 +85,7 @@ def provisioning_run_queue(
     actor: User | None,
     kind: RunKind = RunKind.BUNDLE,
     gpu_request: GpuRequest | None = None,
-    notebook: "Notebook | None" = None,
+    notebook: Any = None,  # a workloads Notebook, for RunKind.NOTEBOOK
 ) -> ProvisioningRun:
     # A queued run renders the portal's state when it starts, so it covers later changes too.
     # The row lock makes a worker's claim wait until this change commits, so it sees it.
@@ -93,7 +112,7 @@ def provisioning_run_queue(
             dry_run=not cluster.applies,
             requested_by=actor,
         )
-        _enqueue_on_commit(run)
+        _enqueue(run.pk)
     if gpu_request is not None:
         run.gpu_requests.add(gpu_request)
     return run
@@ -137,7 +156,7 @@ def provisioning_run_retry(*, actor: User, run: ProvisioningRun) -> Provisioning
         tenant=locked.tenant,
         changes={"state": [RunState.FAILED, RunState.QUEUED]},
     )
-    _enqueue_on_commit(locked)
+    _enqueue(locked.pk)
     return locked
 
 
@@ -174,8 +193,8 @@ def provisioning_run_execute(*, run_id: int, worker: str = "") -> ProvisioningRu
     if not _claim(run_id, worker or socket.gethostname()):
         return None
     run = ProvisioningRun.objects.select_related("cluster", "tenant").get(pk=run_id)
-    if run.kind == RunKind.NOTEBOOK:
-        return _execute_notebook(run)
+    if run.kind in run_kinds:
+        return _execute_registered(run, run_kinds.get(run.kind))
     cluster, tenant = run.cluster, run.tenant
     if tenant.state == TenantState.ARCHIVED:
         run.kind = RunKind.DELETE  # an old bundle run must not bring the namespace back
@@ -204,18 +223,16 @@ def _unexpected(error: Exception) -> SyncReport:
     return SyncReport(error=ClusterError(f"Unexpected error: {type(error).__name__}: {error}"))
 
 
-def _execute_notebook(run: ProvisioningRun) -> ProvisioningRun:
-    """Apply one notebook's objects (or delete them), as the notebook now says."""
-    from portal.workloads.provisioning import notebook_run_sync  # noqa: PLC0415  (cycle)
-
+def _execute_registered(run: ProvisioningRun, handler: RunKindHandler) -> ProvisioningRun:
+    """Apply the objects of a run whose kind a higher app owns (a notebook's), as it says."""
     requests = 0
     try:
         if not run.cluster.applies:
-            manifests, report = notebook_run_sync(run, None)
+            manifests, report = handler.sync(run, None)
         else:
             gateway = KubernetesGateway(run.cluster)
             try:
-                manifests, report = notebook_run_sync(run, gateway)
+                manifests, report = handler.sync(run, gateway)
             finally:
                 gateway.close()
             requests = gateway.requests
@@ -300,10 +317,8 @@ def _finish(
     )
     if locked.state == RunState.SUCCEEDED and source is not None and not source.spec.suspended:
         _start_allocations(locked, source.approved_request_ids)
-    if locked.kind == RunKind.NOTEBOOK:
-        from portal.workloads.services import notebook_run_finished  # noqa: PLC0415  (cycle)
-
-        notebook_run_finished(locked)
+    if locked.kind in run_kinds:
+        run_kinds.get(locked.kind).finished(locked)
     if locked.state != RunState.QUEUED:
         _offer_waiting_runs(locked)
     return locked
@@ -311,22 +326,14 @@ def _finish(
 
 def _offer_waiting_runs(run: ProvisioningRun) -> None:
     """Once `run` ends, the runs queued behind it in the same tenant and cluster go."""
-    from portal.cluster.tasks import execute_provisioning_run  # noqa: PLC0415  (cycle)
-
-    waiting = list(
-        ProvisioningRun.objects.filter(
-            tenant=run.tenant_id, cluster=run.cluster_id, state=RunState.QUEUED, attempts=0
-        )
-        .exclude(pk=run.pk)
-        .values_list("pk", flat=True)
-    )
-    for run_id in waiting:
-        transaction.on_commit(partial(execute_provisioning_run.delay, run_id))
+    waiting = ProvisioningRun.objects.filter(
+        tenant=run.tenant_id, cluster=run.cluster_id, state=RunState.QUEUED, attempts=0
+    ).exclude(pk=run.pk)
+    for run_id in waiting.values_list("pk", flat=True):
+        _enqueue(run_id)
 
 
 def _start_allocations(run: ProvisioningRun, request_ids: tuple[int, ...]) -> None:
-    from portal.allocations.services import allocations_activate  # noqa: PLC0415  (cycle)
-
     started = allocations_activate(
         request_ids=request_ids,
         comment=f"Provisioned by run {run.pk} in cluster {run.cluster.name}.",

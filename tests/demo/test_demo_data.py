@@ -1,7 +1,7 @@
 from django.core.management import call_command
 
 from portal.accounts.models import User
-from portal.core.management.commands.demo_data import DEMO_PASSWORD
+from portal.demo.management.commands.demo_data import DEMO_PASSWORD
 from tenants.models import Membership, Tenant
 
 

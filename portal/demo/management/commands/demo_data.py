@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from portal.accounts.models import GlobalRole, User
+from portal.accounts.models import GlobalRole, MemberRole, User
 from portal.accounts.services import user_create
 from portal.catalog.models import GpuModel, GpuPool, SharingBackend
 from portal.catalog.presets import catalog_presets_load
@@ -17,7 +17,7 @@ from portal.catalog.services import gpu_pool_create
 from portal.cluster.models import Cluster, ClusterMode
 from portal.cluster.services import capacity_record, cluster_create
 from portal.cluster.services.capacity import POOL_LABEL
-from tenants.models import MemberRole, Quota, Tenant
+from tenants.models import Quota, Tenant
 from tenants.services import membership_set, quota_set, tenant_create
 
 DEMO_PASSWORD = "gpu-portal-demo"  # noqa: S105  (printed on the console; demo only)

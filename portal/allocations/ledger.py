@@ -1,0 +1,22 @@
+"""The allocation ledger's totals: what approved and active allocations hold, exactly.
+
+The tenants app shows quota left from these; it reads them through the slot
+`tenants.selectors.allocations_held`, which this app fills when it is ready.
+"""
+
+from collections.abc import Iterable
+from fractions import Fraction
+
+from portal.allocations.models import HOLDING_STATES, GpuRequest
+from portal.catalog.gpu_eq import gpu_eq_sum_by
+
+
+def gpu_eq_held_by(
+    tenant_ids: Iterable[int], gpu_model_id: int | None = None
+) -> dict[tuple[int, int], Fraction]:
+    """GPU-eq held per (tenant id, GPU model id), in one query; only `gpu_model_id` if given."""
+    held = GpuRequest.objects.filter(tenant_id__in=list(tenant_ids), state__in=HOLDING_STATES)
+    if gpu_model_id is not None:
+        held = held.filter(gpu_model_id=gpu_model_id)
+    sums = gpu_eq_sum_by(held, name="gpu_eq", group_by=("tenant_id", "gpu_model_id"))
+    return {(int(tenant), int(model)): total for (tenant, model), total in sums.items()}  # type: ignore[call-overload]
