@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from portal.core.registry import Slot
 from portal.workloads.models import Desired, Notebook, NotebookState
+from portal.workloads.services.cull import notebook_cull, notebook_cull_notice
 
 logger = logging.getLogger(__name__)
 
@@ -105,8 +106,6 @@ activity_source: Slot[Callable[[list[Notebook]], dict[int, Activity]]] = Slot(
 def notebooks_cull(*, now: datetime | None = None) -> dict[str, int]:
     """One culling period over every running notebook whose tenant culls. Returns counts per
     verdict. Metrics unreadable: nothing is decided (ActivityUnavailable is raised)."""
-    from portal.workloads.services import notebook_cull, notebook_cull_notice  # noqa: PLC0415
-
     moment = now or timezone.now()
     candidates = list(
         Notebook.objects.filter(

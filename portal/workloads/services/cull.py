@@ -1,0 +1,78 @@
+"""Stopping idle notebooks and telling their owners first (workloads.culling decides)."""
+
+import logging
+from datetime import datetime
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils import timezone
+
+from portal.core.audit import audit_record
+from portal.workloads.models import Desired, Notebook, NotebookState
+from portal.workloads.services.transitions import _lock, _stop
+
+logger = logging.getLogger(__name__)
+
+
+@transaction.atomic
+def notebook_cull(*, notebook: Notebook, noticed_at: datetime | None, reason: str) -> bool:
+    """Stop an idle notebook, unless the owner acted since the decision (stopped, snoozed or
+    used it: the notice is gone). Returns whether it was stopped."""
+    locked = _lock(notebook)
+    still_idle = (
+        locked.desired == Desired.RUNNING
+        and locked.state == NotebookState.RUNNING
+        and locked.cull_notice_at is not None
+        and locked.cull_notice_at == noticed_at
+    )
+    if still_idle:
+        _stop(locked, actor=None, reason=reason, action="cull")
+    return still_idle
+
+
+@transaction.atomic
+def notebook_cull_notice(
+    *,
+    notebook: Notebook,
+    idle_since: datetime | None,
+    cull_at: datetime | None,
+    now: datetime | None = None,
+) -> Notebook:
+    """Tell the owner their idle notebook stops at `cull_at` unless they snooze or use it."""
+    from portal.workloads.tasks import send_cull_notice  # noqa: PLC0415  (cycle)
+
+    locked = _lock(notebook)
+    if locked.state != NotebookState.RUNNING or locked.cull_notice_at is not None:
+        return locked
+    if locked.snoozed_until is not None and locked.snoozed_until > (now or timezone.now()):
+        return locked  # snoozed since the decision
+    locked.idle_since, locked.cull_at = idle_since, cull_at
+    locked.cull_notice_at = now or timezone.now()
+    locked.save()
+    audit_record(
+        actor=None,
+        action="notebook.cull_notice",
+        target=locked,
+        tenant=locked.tenant,
+        changes={"cull_at": [None, cull_at.isoformat() if cull_at else None]},
+        comment="Idle: it stops then unless it is used or snoozed.",
+    )
+    send_cull_notice.delay(locked.pk)
+    return locked
+
+
+def cull_notice_send(*, notebook_id: int) -> int:
+    """Email the owner that their notebook will be stopped as idle. Returns messages sent."""
+    notebook = Notebook.objects.select_related("owner", "tenant").filter(pk=notebook_id).first()
+    if notebook is None or notebook.cull_at is None or not notebook.owner.email:
+        return 0
+    when = f"{notebook.cull_at:%Y-%m-%d %H:%M} UTC"
+    link = f"{settings.PORTAL_BASE_URL}/notebooks/{notebook.pk}/"
+    subject = f"Notebook {notebook.name} is idle and stops at {when}"
+    body = (
+        f"Your notebook {notebook.name} in {notebook.tenant.slug} has been idle since "
+        f"{notebook.idle_since:%H:%M} UTC. It will be stopped at {when}; the workspace is kept.\n"
+        f"Use it, or snooze it here: {link}\n"
+    )
+    return send_mail(subject, body, None, [notebook.owner.email])
