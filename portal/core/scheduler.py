@@ -61,6 +61,9 @@ class InProcessScheduler:
             )
             for name, entry in self.schedule.items()
         ]
+        unknown = [entry.task for entry in entries if entry.task not in self.app.tasks]
+        if unknown:
+            logger.error("periodic tasks not registered (they will fail): %s", ", ".join(unknown))
         self._thread = threading.Thread(
             target=self._run, args=(entries,), name="in-process-scheduler", daemon=True
         )

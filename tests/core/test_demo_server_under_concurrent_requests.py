@@ -88,3 +88,11 @@ def test_ten_concurrent_retries_with_one_idempotency_key_create_one_request(
     replayed = [response.headers.get("Idempotent-Replayed") for response in responses]
     assert replayed.count("true") == 9
     assert len(requests_of(demo, "nlp")) == 1
+
+
+def test_the_demo_server_runs_the_periodic_tasks_in_process(demo: DemoServer) -> None:
+    log = demo.log_text()
+
+    assert "in-process scheduler started: worker-heartbeat, expire-allocations" in log
+    assert "resume-provisioning-runs" in log
+    assert "not registered" not in log
