@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-DEMO_ENV := DEBUG=true
+DEMO_ENV := DEBUG=true PORTAL_IN_PROCESS_SCHEDULER=true
 
 .PHONY: demo test lint format venv clean
 
@@ -30,11 +30,12 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	@touch $@
 
-# 1. Run the portal on the embedded defaults: SQLite, tasks in-process, cluster dry-run, demo data.
+# 1. Run the portal on the embedded defaults: SQLite, tasks and periodic tasks in-process,
+#    cluster dry-run, demo data; served by gunicorn (deploy/demo/gunicorn.conf.py) on 127.0.0.1:8000.
 demo: venv
 	$(DEMO_ENV) $(PY) manage.py migrate --noinput
 	$(DEMO_ENV) $(PY) manage.py demo_data
-	$(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:8000
+	$(DEMO_ENV) $(PY) -m gunicorn --config deploy/demo/gunicorn.conf.py
 
 # 2. Install what is missing, start throwaway PostgreSQL, Redis and Prometheus, run ruff, mypy
 #    and the whole pytest suite, stop the services. ARGS are passed to pytest.

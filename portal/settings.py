@@ -116,6 +116,16 @@ try:
 except ValueError as error:
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {error}") from None
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Concurrent writers queue instead of failing with "database is locked": a transaction
+    # takes the write lock when it begins (a deferred one that reads, then writes, cannot wait
+    # for it), waits up to the busy timeout for it, and WAL lets readers go on meanwhile.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        **DATABASES["default"].get("OPTIONS", {}),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis and Celery. Without a broker, tasks run in-process, at once, with the same code.
@@ -133,6 +143,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Without a broker there is no beat either: this runs the schedule below in a thread of the web
+# process instead (`make demo` turns it on; portal/core/scheduler.py).
+PORTAL_IN_PROCESS_SCHEDULER = env.flag("PORTAL_IN_PROCESS_SCHEDULER", default=False)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "worker-heartbeat": {"task": "portal.core.tasks.worker_heartbeat", "schedule": 60.0},
     "expire-allocations": {

@@ -302,6 +302,7 @@ REAL_SERVICES = {
     "Prometheus (DCGM-like exporter)": {"dcgm_exporter"},
     "Chromium (Playwright)": {"page"},
     "OpenID Connect provider": {"oidc_provider"},
+    "the demo's own server (gunicorn on SQLite)": {"demo"},
 }
 _fixtures_by_test: dict[str, set[str]] = {}
 

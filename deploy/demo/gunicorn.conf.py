@@ -1,0 +1,37 @@
+"""gunicorn's configuration for `make demo`, also used by the tests that drive the demo's server.
+
+One worker process with several threads: concurrent connections are served at once, while the
+in-process task runner and the in-process scheduler exist exactly once. No reloader (restart
+`make demo` after a code change, or add `--reload` on the command line while developing).
+Command-line options override these, e.g. `--bind 127.0.0.1:8001`.
+"""
+
+from typing import Any
+
+wsgi_app = "portal.wsgi:application"
+bind = ["127.0.0.1:8000"]
+worker_class = "gthread"
+workers = 1
+threads = 8
+reload = False
+timeout = 60
+graceful_timeout = 10
+accesslog = "-"
+# gunicorn 25+ opens a control socket at one fixed path per user; a demo needs none.
+control_socket_disable = True
+
+_scheduler: Any = None
+
+
+def post_worker_init(worker: Any) -> None:
+    """The worker has loaded Django: start the periodic tasks if PORTAL_IN_PROCESS_SCHEDULER."""
+    global _scheduler  # noqa: PLW0603  (one scheduler per worker process, stopped on exit)
+    from portal import celery_app  # noqa: PLC0415  (only once the worker has set Django up)
+    from portal.core.scheduler import in_process_scheduler_start  # noqa: PLC0415
+
+    _scheduler = in_process_scheduler_start(celery_app)
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    if _scheduler is not None:
+        _scheduler.stop()
