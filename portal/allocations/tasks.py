@@ -5,19 +5,19 @@ from portal.allocations.notifications import notification_send, webhook_deliver
 from portal.allocations.services import allocations_expire, allocations_notify_expiring
 
 
-@shared_task(acks_late=True, autoretry_for=(ConnectionError,), max_retries=5, retry_backoff=True)
+@shared_task(autoretry_for=(ConnectionError,))
 def expire_allocations() -> int:
     """Periodic: end allocations past their end time and give their quota back."""
     return allocations_expire()
 
 
-@shared_task(acks_late=True, autoretry_for=(ConnectionError,), max_retries=5, retry_backoff=True)
+@shared_task(autoretry_for=(ConnectionError,))
 def notify_expiring_allocations() -> int:
     """Periodic: tell owners their allocation ends soon (once per allocation and end time)."""
     return allocations_notify_expiring()
 
 
-@shared_task(acks_late=True, autoretry_for=(OSError,), max_retries=5, retry_backoff=True)
+@shared_task(autoretry_for=(OSError,))
 def send_request_notification(request_id: int, event: str) -> None:
     """Email the event and, when a webhook is configured, queue its delivery."""
     event_payload = notification_send(request_id=request_id, event=event)
@@ -25,13 +25,7 @@ def send_request_notification(request_id: int, event: str) -> None:
         deliver_webhook.delay(event_payload)
 
 
-@shared_task(
-    acks_late=True,
-    autoretry_for=(WebhookFailed,),
-    max_retries=8,
-    retry_backoff=2,
-    retry_backoff_max=600,
-)
+@shared_task(autoretry_for=(WebhookFailed,), max_retries=8, retry_backoff=2)
 def deliver_webhook(event_payload: dict[str, object]) -> int:
     """POST one signed event; 5xx answers and network errors are retried with backoff."""
     return webhook_deliver(event_payload)

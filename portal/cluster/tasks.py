@@ -15,7 +15,7 @@ from portal.cluster.services import (
 RUN_RETRY_COUNTDOWN = 5
 
 
-@shared_task(bind=True, acks_late=True, max_retries=None)
+@shared_task(bind=True, max_retries=None)
 def execute_provisioning_run(self: Task, run_id: int) -> str:  # type: ignore[type-arg]
     """Execute a queued run; a transient failure re-queues it and comes back later.
 
@@ -31,7 +31,7 @@ def execute_provisioning_run(self: Task, run_id: int) -> str:  # type: ignore[ty
     return str(run.state)
 
 
-@shared_task(acks_late=True)
+@shared_task
 def resume_provisioning_runs() -> int:
     """Periodic: enqueue runs whose task was lost and take back runs from vanished workers."""
     run_ids = provisioning_runs_resume()
@@ -55,26 +55,26 @@ def _collect(cluster: Cluster) -> int:
         return -1
 
 
-@shared_task(acks_late=True)
+@shared_task
 def reconcile_clusters() -> dict[str, list[str]]:
     """Periodic: find and repair drift in every enabled cluster, one cluster at a time."""
     return {cluster.name: _reconcile(cluster) for cluster in Cluster.objects.filter(enabled=True)}
 
 
-@shared_task(acks_late=True)
+@shared_task
 def reconcile_cluster(cluster_id: int) -> list[str]:
     """Reconcile one cluster now (an admin asked)."""
     cluster = Cluster.objects.filter(pk=cluster_id).first()
     return _reconcile(cluster) if cluster else []
 
 
-@shared_task(acks_late=True)
+@shared_task
 def collect_capacity() -> dict[str, int]:
     """Periodic: read every enabled cluster's nodes and pods into capacity rows."""
     return {cluster.name: _collect(cluster) for cluster in Cluster.objects.filter(enabled=True)}
 
 
-@shared_task(acks_late=True)
+@shared_task
 def collect_cluster_capacity(cluster_id: int) -> int:
     """Read one cluster's capacity now (an admin asked)."""
     cluster = Cluster.objects.filter(pk=cluster_id).first()

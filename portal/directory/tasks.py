@@ -17,7 +17,6 @@ from portal.directory import services
 
 # The database going away mid-batch: back off 5, 10, 20 s. The work itself is safe to repeat.
 @shared_task(
-    acks_late=True,
     ignore_result=True,
     autoretry_for=(OperationalError,),
     retry_backoff=5,
@@ -34,7 +33,6 @@ def send_directory_changes() -> dict[str, int | str] | str:
 
 
 @shared_task(
-    acks_late=True,
     ignore_result=True,
     autoretry_for=(OperationalError,),
     retry_backoff=5,

@@ -8,13 +8,13 @@ from portal.cluster.errors import ClusterError
 from portal.workloads import culling, services
 
 
-@shared_task(acks_late=True, ignore_result=True)
+@shared_task(ignore_result=True)
 def observe_notebooks() -> dict[str, int | str]:
     """Every PORTAL_NOTEBOOK_OBSERVE_SECONDS: read every cluster's notebook pods."""
     return services.notebooks_observe_all()
 
 
-@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=3, throws=(ClusterError,))
+@shared_task(bind=True, ignore_result=True, max_retries=3, throws=(ClusterError,))
 def observe_notebook(self: Any, notebook_id: int) -> int:
     """Read one notebook's pod now (a page is watching it)."""
     try:
@@ -25,13 +25,13 @@ def observe_notebook(self: Any, notebook_id: int) -> int:
         raise
 
 
-@shared_task(acks_late=True, ignore_result=True)
+@shared_task(ignore_result=True)
 def cull_idle_notebooks() -> dict[str, int] | str:
     """Every PORTAL_CULL_SECONDS: warn about, then stop, idle notebooks."""
     return culling.cull_safely()
 
 
-@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=5)
+@shared_task(bind=True, ignore_result=True)
 def send_cull_notice(self: Any, notebook_id: int) -> int:
     try:
         return services.cull_notice_send(notebook_id=notebook_id)
