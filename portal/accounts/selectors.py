@@ -1,7 +1,7 @@
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.urls import reverse
 
 from portal.accounts.groups import tenant_group
@@ -90,17 +90,14 @@ def _admins_only(user: User) -> None:
         raise NotFound("There is no such page.")
 
 
-def users_for_identity(user: User, *, query: str = "") -> QuerySet[User]:
+def users_for_identity(user: User) -> QuerySet[User]:
     """For admins (NotFound for everyone else): every user with their last sign-in mapping and
     memberships, in three queries a page."""
     _admins_only(user)
-    users = (
+    return (
         User.objects.select_related("sso")
         .prefetch_related(
             Prefetch("memberships", queryset=Membership.objects.select_related("tenant"))
         )
         .order_by("username")
     )
-    if query:
-        users = users.filter(Q(username__icontains=query) | Q(email__icontains=query))
-    return users

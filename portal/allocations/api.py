@@ -3,8 +3,7 @@
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.mixins import ListModelMixin
@@ -12,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.allocations import services
+from portal.allocations.filters import GpuRequestFilter
 from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.selectors import gpu_request_for, gpu_requests_visible_to
 from portal.allocations.serializers import (
@@ -22,40 +22,27 @@ from portal.allocations.serializers import (
     GpuRequestSerializer,
 )
 from portal.catalog.models import Offering
-from portal.core.api import choice_param, error_response
+from portal.core.api import error_response
 from portal.core.errors import ValidationFailed
+from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
 from tenants.access import Access, tenant_for
-
-REQUEST_FILTERS = [
-    OpenApiParameter("state", OpenApiTypes.STR, enum=RequestState.values),
-    OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug"),
-    OpenApiParameter("mine", OpenApiTypes.BOOL, description="only the caller's own requests"),
-]
 
 
 class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
     """GPU requests the caller may see; POST asks for GPUs and answers with the decision."""
 
     serializer_class = GpuRequestSerializer
+    queryset = GpuRequest.objects.none()  # for the schema; get_queryset narrows it
+    filter_backends = [FilterBackend]
+    filterset_class = GpuRequestFilter
 
     def get_queryset(self) -> QuerySet[GpuRequest]:
-        user = api_user(self.request)
-        requests = gpu_requests_visible_to(user)
-        params = self.request.query_params
-        state = choice_param(self.request, "state", RequestState.values)
-        if state:
-            requests = requests.filter(state=state)
-        if params.get("tenant"):
-            requests = requests.filter(tenant__slug=params["tenant"])
-        if params.get("mine") == "true":
-            requests = requests.filter(requester=user)
-        return requests
+        return gpu_requests_visible_to(api_user(self.request))
 
-    @extend_schema(parameters=REQUEST_FILTERS)
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(request=GpuRequestInputSerializer, responses={201: GpuRequestSerializer})

@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from portal.allocations import services
+from portal.allocations.filters import GpuRequestFilter
 from portal.allocations.forms import DecisionForm, ExtendForm, GpuRequestForm
 from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.selectors import (
@@ -179,18 +180,9 @@ def _require_approver(request: AuthenticatedHttpRequest) -> QuerySet[GpuRequest]
 @login_required
 def approvals(request: AuthenticatedHttpRequest) -> HttpResponse:
     """A lead's queue of pending requests in their tenants: filter by tenant, oldest first."""
-    queue = _require_approver(request)
-    tenant = request.GET.get("tenant", "")
-    if tenant:
-        queue = queue.filter(tenant__slug=tenant)
-    if request.GET.get("sort") == "newest":
-        queue = queue.order_by("-created_at", "-id")
-    page = Paginator(queue, PER_PAGE).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "allocations/approvals.html",
-        {"page": page, "tenant": tenant, "sort": request.GET.get("sort", "oldest")},
-    )
+    queue = GpuRequestFilter(request.GET, queryset=_require_approver(request), request=request)
+    page = Paginator(queue.qs, PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "allocations/approvals.html", {"page": page, "filters": queue.form})
 
 
 @login_required
@@ -223,15 +215,8 @@ def all_requests(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Every tenant's requests, for admins (and finance, read-only)."""
     if not request.user.sees_all_tenants:
         raise Http404
-    requests = gpu_requests_visible_to(request.user)
-    tenant, state = request.GET.get("tenant", ""), request.GET.get("state", "")
-    if tenant:
-        requests = requests.filter(tenant__slug=tenant)
-    if state in RequestState.values:
-        requests = requests.filter(state=state)
-    page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "allocations/all.html",
-        {"page": page, "tenant": tenant, "state": state, "states": RequestState.choices},
+    requests = GpuRequestFilter(
+        request.GET, queryset=gpu_requests_visible_to(request.user), request=request
     )
+    page = Paginator(requests.qs, PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "allocations/all.html", {"page": page, "filters": requests.form})
