@@ -14,19 +14,19 @@ from django.views.decorators.http import require_POST
 from portal.allocations import services
 from portal.allocations.filters import GpuRequestFilter
 from portal.allocations.forms import DecisionForm, ExtendForm, GpuRequestForm
-from portal.allocations.models import GpuRequest, RequestState
+from portal.allocations.models import GpuRequest, Purpose, RequestState
 from portal.allocations.selectors import (
     approvals_queue_for,
     gpu_request_for,
+    gpu_request_preview,
     gpu_requests_visible_to,
 )
 from portal.catalog.models import Offering
-from portal.cluster.selectors import capacity_free_units
 from portal.core.errors import ApplicationError, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, polled_page
-from tenants.access import Access, role_in, tenant_for
-from tenants.models import MemberRole, Tenant, TenantState
+from tenants.access import Access, tenant_for
+from tenants.models import Tenant, TenantState
 from tenants.selectors import memberships_of
 
 PER_PAGE = 25
@@ -87,36 +87,29 @@ def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 def request_preview_context(request: AuthenticatedHttpRequest) -> dict[str, Any]:
     """What the request form's preview shows for the form's current values (also used by the
-    notebook launch form): quota left after, the path the request will take, free capacity."""
+    notebook launch form): nothing until a tenant, an offering and numbers are readable, then
+    the decision's path and numbers, or why the request would be refused as bad input."""
     context: dict[str, Any] = {"preview": None}
     params = request.GET
     offering = offerings_requestable().filter(slug=params.get("offering", "")).first()
     try:
         count = int(params.get("count") or 1)
+        hours = int(params["duration_hours"]) if params.get("duration_hours") else None
         tenant = tenant_for(request.user, params.get("tenant", ""), Access.REQUEST)
-        hours = int(params.get("duration_hours") or tenant.default_duration_hours)
     except (ValueError, ApplicationError):
         return context
     if offering is not None:
-        check = services.quota_check_preview(tenant=tenant, offering=offering, count=count)
-        if check is None:
-            path = "no-quota"
-        elif not check.fits:
-            path = "exceeds"
-        elif services.within_policy(tenant, gpu_eq=check.requested, duration_hours=hours):
-            path = "approved"
-        else:
-            path = "lead"
-        context["preview"] = {
-            "tenant": tenant,
-            "offering": offering,
-            "check": check,
-            "after": check.remaining - check.requested if check else None,
-            "path": path,
-            "hours": hours,
-            "can_ask_quota": role_in(request.user, tenant) == MemberRole.LEAD,
-            "free_units": capacity_free_units(offering),
-        }
+        try:
+            context["preview"] = gpu_request_preview(
+                user=request.user,
+                tenant=tenant,
+                offering=offering,
+                count=count,
+                duration_hours=hours,
+                purpose=params.get("purpose") or Purpose.NOTEBOOK,
+            )
+        except ApplicationError as error:
+            context["preview_error"] = error.message
     return context
 
 
