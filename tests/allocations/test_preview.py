@@ -1,6 +1,7 @@
 """The request preview: the form's live fragment and `POST /api/v1/requests/preview` tell the
 same path and numbers, decided by the rules a submission is decided by, and write nothing."""
 
+import html
 import re
 
 import pytest
@@ -16,10 +17,10 @@ def body(**overrides):
     return {"tenant": "vision", "offering": "a100-80gb-whole", "count": 1, **overrides}
 
 
-def testid(html: str, name: str) -> str:
-    match = re.search(rf'data-testid="{name}"[^>]*>(.*?)</', html, re.S)
+def shown(page: str, name: str) -> str:
+    match = re.search(rf'data-testid="{name}"[^>]*>(.*?)</', page, re.S)
     assert match, f"no {name} in the fragment"
-    return " ".join(match.group(1).split())
+    return " ".join(html.unescape(match.group(1)).split())
 
 
 @pytest.fixture
@@ -61,14 +62,14 @@ def test_the_api_and_the_form_tell_the_same_path_and_numbers_as_the_decision(
     assert preview["free_units"] is None
     # The form's fragment shows the same.
     assert f'class="path {preview["path"]}"' in fragment
-    assert testid(fragment, "quota-after") == (
+    assert shown(fragment, "quota-after") == (
         f"{preview['remaining_after_display']} of 10 GPU-eq (NVIDIA A100-SXM4-80GB)"
     )
-    assert testid(fragment, "request-gpu-eq") == (
+    assert shown(fragment, "request-gpu-eq") == (
         f"{preview['gpu_eq_display']} GPU-eq for {preview['duration_hours']} h"
     )
-    assert testid(fragment, "decision-path").startswith(preview["message"])
-    assert testid(fragment, "capacity-free") == "not read yet"
+    assert shown(fragment, "decision-path").startswith(preview["message"])
+    assert shown(fragment, "capacity-free") == "not read yet"
     # And the submission then decides as previewed.
     assert (decided.json().get("request") or decided.json())["state"] == state
 
@@ -149,7 +150,7 @@ def test_bad_input_answers_400_naming_the_field(
 def test_the_form_shows_why_a_preview_is_bad_input(client_for, developer, a100_tenant) -> None:
     fragment = client_for(developer).get("/requests/preview/", body(count=0)).text
 
-    assert testid(fragment, "preview-error") == "count: Ask for at least 1."
+    assert shown(fragment, "preview-error") == "count: Ask for at least 1."
 
 
 def test_the_preview_answers_in_bounded_queries(
