@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_filters",
     # The project's apps, lowest layer first (README, Architecture).
     "portal.core",
     "portal.accounts",

@@ -42,13 +42,6 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
         return QuotaLineSerializer(lines.get(tenant.pk, []), many=True).data  # type: ignore[arg-type,return-value]
 
 
-class TenantFilterSerializer(serializers.Serializer[Tenant]):
-    """The list's query parameters; an unknown state is bad input, not "no filter"."""
-
-    state = serializers.ChoiceField(choices=TenantState.choices, required=False)
-    search = serializers.CharField(required=False, allow_blank=True, help_text="in slug or name")
-
-
 class TenantPolicySerializer(serializers.Serializer[Tenant]):
     """The policy fields, each optional: unset ones keep their default or current value."""
 

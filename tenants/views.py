@@ -7,7 +7,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -20,6 +19,7 @@ from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
 from tenants import services
 from tenants.access import Access, allows, role_in, tenant_for
+from tenants.filters import TenantFilter
 from tenants.forms import (
     DecisionForm,
     MemberForm,
@@ -29,7 +29,7 @@ from tenants.forms import (
     TenantCreateForm,
     TenantPolicyForm,
 )
-from tenants.models import QuotaRequest, Tenant, TenantState
+from tenants.models import QuotaRequest, Tenant
 from tenants.pages import tenant_sections_context
 from tenants.selectors import (
     memberships_of,
@@ -83,23 +83,19 @@ def finance(request: AuthenticatedHttpRequest) -> HttpResponse:
 def manage(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The admin's tenant list: search, filter by state, paginate; htmx swaps the table."""
     _require_admin(request)
-    query = request.GET.get("q", "").strip()
-    state = request.GET.get("state", "")
-    tenants = tenants_with_members(tenants_visible_to(request.user))
-    if query:
-        tenants = tenants.filter(
-            Q(slug__icontains=query) | Q(name__icontains=query) | Q(cost_centre__icontains=query)
-        )
-    if state in TenantState.values:
-        tenants = tenants.filter(state=state)
-    page = Paginator(tenants.order_by("slug"), TENANTS_PER_PAGE).get_page(request.GET.get("page"))
+    tenants = TenantFilter(
+        request.GET,
+        queryset=tenants_with_members(tenants_visible_to(request.user)),
+        request=request,
+    )
+    page = Paginator(tenants.qs.order_by("slug"), TENANTS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
     lines = quota_lines_for(tenant.pk for tenant in page)
     context: dict[str, Any] = {
         "page": page,
         "rows": [(tenant, lines[tenant.pk]) for tenant in page],
-        "query": query,
-        "state": state,
-        "states": TenantState.choices,
+        "filters": tenants.form,
         "form": TenantCreateForm(),
     }
     template = "tenants/manage.html#tenant-table" if request.htmx else "tenants/manage.html"

@@ -1,16 +1,19 @@
 from dataclasses import asdict
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.generics import GenericAPIView
+from rest_framework.mixins import ListModelMixin
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.accounts.filters import UserFilter
 from portal.accounts.models import SsoProfile, User
 from portal.accounts.selectors import sign_in_mapping_for, users_for_identity
+from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.navigation import persona_of
 
@@ -95,14 +98,17 @@ class UserSerializer(serializers.ModelSerializer[User]):
         return SsoProfileSerializer(profile).data if profile else None
 
 
-class UserList(GenericAPIView[User]):
+class UserList(ListModelMixin, GenericAPIView[User]):
     """Admins: every user, with memberships and what the provider said at their last sign-in."""
 
     serializer_class = UserSerializer
+    queryset = User.objects.none()  # for the schema; get_queryset narrows it
+    filter_backends = [FilterBackend]
+    filterset_class = UserFilter
 
-    @extend_schema(parameters=[OpenApiParameter("q", OpenApiTypes.STR)])
+    def get_queryset(self) -> QuerySet[User]:
+        return users_for_identity(api_user(self.request))
+
     def get(self, request: Request) -> Response:
-        query = request.query_params.get("q", "").strip()
-        users = users_for_identity(api_user(request), query=query)
-        page = self.paginate_queryset(users)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

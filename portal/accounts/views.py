@@ -15,6 +15,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from portal.accounts.errors import ProviderUnavailable, SignInRefused
+from portal.accounts.filters import UserFilter
 from portal.accounts.selectors import (
     sign_in_mapping,
     sign_in_mapping_for,
@@ -114,11 +115,10 @@ def sign_out(request: HttpRequest) -> HttpResponse:
 @login_required
 def identity(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Admins: the sign-in mapping in force, and what it gave each user at their last sign-in."""
-    query = request.GET.get("q", "").strip()
-    users = users_for_identity(request.user, query=query)
-    page = Paginator(users, 25).get_page(request.GET.get("page"))
+    users = UserFilter(request.GET, queryset=users_for_identity(request.user), request=request)
+    page = Paginator(users.qs, 25).get_page(request.GET.get("page"))
     return render(
         request,
         "accounts/identity.html",
-        {"rules": sign_in_mapping_for(request.user), "page": page, "query": query},
+        {"rules": sign_in_mapping_for(request.user), "page": page, "filters": users.form},
     )

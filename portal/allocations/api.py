@@ -3,76 +3,77 @@
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.mixins import ListModelMixin
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from portal.accounts.models import User
 from portal.allocations import services
+from portal.allocations.filters import GpuRequestFilter
 from portal.allocations.models import GpuRequest, RequestState
-from portal.allocations.selectors import gpu_request_for, gpu_requests_visible_to
+from portal.allocations.selectors import (
+    gpu_request_for,
+    gpu_request_preview,
+    gpu_requests_visible_to,
+)
 from portal.allocations.serializers import (
     CommentSerializer,
     ExtendSerializer,
     GpuRequestDetailSerializer,
     GpuRequestInputSerializer,
+    GpuRequestPreviewSerializer,
     GpuRequestSerializer,
 )
 from portal.catalog.models import Offering
-from portal.core.api import choice_param, error_response
+from portal.core.api import error_response
 from portal.core.errors import ValidationFailed
+from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
 from tenants.access import Access, tenant_for
+from tenants.models import Tenant
 
-REQUEST_FILTERS = [
-    OpenApiParameter("state", OpenApiTypes.STR, enum=RequestState.values),
-    OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug"),
-    OpenApiParameter("mine", OpenApiTypes.BOOL, description="only the caller's own requests"),
-]
+
+def _request_input(request: Request, user: User) -> tuple[Tenant, Offering, dict[str, Any]]:
+    """A request's body, checked: the tenant (404 when the caller may not see it), the offering
+    (bad input when there is none) and the other fields."""
+    serializer = GpuRequestInputSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    data: dict[str, Any] = dict(serializer.validated_data)
+    tenant = tenant_for(user, data.pop("tenant"), Access.REQUEST)
+    offering_slug = data.pop("offering")
+    offering = Offering.objects.select_related("gpu_model").filter(slug=offering_slug).first()
+    if offering is None:
+        raise ValidationFailed(
+            f"offering: there is no offering {offering_slug!r}.",
+            fields={"offering": [f"There is no offering {offering_slug!r}."]},
+        )
+    return tenant, offering, data
 
 
 class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
     """GPU requests the caller may see; POST asks for GPUs and answers with the decision."""
 
     serializer_class = GpuRequestSerializer
+    queryset = GpuRequest.objects.none()  # for the schema; get_queryset narrows it
+    filter_backends = [FilterBackend]
+    filterset_class = GpuRequestFilter
 
     def get_queryset(self) -> QuerySet[GpuRequest]:
-        user = api_user(self.request)
-        requests = gpu_requests_visible_to(user)
-        params = self.request.query_params
-        state = choice_param(self.request, "state", RequestState.values)
-        if state:
-            requests = requests.filter(state=state)
-        if params.get("tenant"):
-            requests = requests.filter(tenant__slug=params["tenant"])
-        if params.get("mine") == "true":
-            requests = requests.filter(requester=user)
-        return requests
+        return gpu_requests_visible_to(api_user(self.request))
 
-    @extend_schema(parameters=REQUEST_FILTERS)
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(request=GpuRequestInputSerializer, responses={201: GpuRequestSerializer})
     @idempotent_post
     def post(self, request: Request) -> Response:
         user = api_user(request)
-        serializer = GpuRequestInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data: dict[str, Any] = dict(serializer.validated_data)
-        tenant = tenant_for(user, data.pop("tenant"), Access.REQUEST)
-        offering_slug = data.pop("offering")
-        offering = Offering.objects.select_related("gpu_model").filter(slug=offering_slug).first()
-        if offering is None:
-            raise ValidationFailed(
-                f"offering: there is no offering {offering_slug!r}.",
-                fields={"offering": [f"There is no offering {offering_slug!r}."]},
-            )
+        tenant, offering, data = _request_input(request, user)
         gpu_request = services.gpu_request_submit(
             actor=user, tenant=tenant, offering=offering, **data
         )
@@ -88,6 +89,21 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
             response.data["request"] = body
             return response
         return Response(body, status=status.HTTP_201_CREATED)
+
+
+class GpuRequestPreviewView(GenericAPIView[GpuRequest]):
+    """What `POST requests/` would decide now for the same body: the path (approved at once,
+    waiting for a lead, beyond the remaining quota) and the numbers. Nothing is written."""
+
+    serializer_class = GpuRequestPreviewSerializer  # type: ignore[assignment]
+
+    @extend_schema(request=GpuRequestInputSerializer, responses={200: GpuRequestPreviewSerializer})
+    def post(self, request: Request) -> Response:
+        user = api_user(request)
+        tenant, offering, data = _request_input(request, user)
+        data.pop("justification", None)
+        preview = gpu_request_preview(user=user, tenant=tenant, offering=offering, **data)
+        return Response(GpuRequestPreviewSerializer(preview).data)
 
 
 class GpuRequestDetail(GenericAPIView[GpuRequest]):

@@ -1,10 +1,16 @@
 from django.urls import URLPattern, path
 
-from portal.allocations.api import GpuRequestDetail, GpuRequestList, GpuRequestTransition
+from portal.allocations.api import (
+    GpuRequestDetail,
+    GpuRequestList,
+    GpuRequestPreviewView,
+    GpuRequestTransition,
+)
 from portal.allocations.services import TRANSITIONS
 
 urlpatterns: list[URLPattern] = [
     path("requests/", GpuRequestList.as_view(), name="requests"),
+    path("requests/preview", GpuRequestPreviewView.as_view(), name="request-preview"),
     path("requests/<int:pk>/", GpuRequestDetail.as_view(), name="request"),
     *[
         path(

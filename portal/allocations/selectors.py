@@ -1,9 +1,38 @@
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
 from django.db.models import Q, QuerySet
 
 from portal.accounts.models import User
-from portal.allocations.models import GpuRequest
+from portal.allocations.decisions import (
+    RequestPath,
+    quota_check,
+    request_path,
+    request_validate,
+)
+from portal.allocations.models import GpuRequest, Purpose
+from portal.catalog.gpu_eq import gpu_eq_display
+from portal.catalog.models import Offering
 from portal.core.errors import NotFound
-from tenants.models import MemberRole, Membership
+from tenants.access import role_in
+from tenants.models import MemberRole, Membership, Tenant
+
+# How many units of an offering the clusters have free now (None: not read yet). The cluster
+# app sits above this one, so it registers its reader here when it is ready.
+CapacitySource = Callable[[Offering], int | None]
+_capacity_source: CapacitySource | None = None
+
+
+def register_capacity_source(source: CapacitySource) -> None:
+    """Give the request preview the free capacity of an offering (the cluster app calls this)."""
+    global _capacity_source  # noqa: PLW0603  (one registration, at start-up)
+    _capacity_source = source
+
+
+def capacity_free_units(offering: Offering) -> int | None:
+    """Free units of `offering` over every cluster, or None when unknown."""
+    return _capacity_source(offering) if _capacity_source is not None else None
 
 
 def gpu_requests_visible_to(user: User) -> QuerySet[GpuRequest]:
@@ -32,3 +61,81 @@ def approvals_queue_for(user: User) -> QuerySet[GpuRequest]:
         return pending
     led = Membership.objects.filter(user=user, role=MemberRole.LEAD).values("tenant")
     return pending.filter(tenant__in=led)
+
+
+@dataclass(frozen=True)
+class GpuRequestPreview:
+    """What a request would get now, decided by the rules `gpu_request_submit` applies; GPU-eq
+    figures are exact. Quota figures are None when the tenant has no quota for the model."""
+
+    path: RequestPath
+    tenant: Tenant
+    offering: Offering
+    count: int
+    duration_hours: int
+    gpu_eq: Fraction
+    quota: Fraction | None
+    used: Fraction | None
+    remaining: Fraction | None
+    remaining_after: Fraction | None
+    auto_approve_gpu_eq: Fraction
+    auto_approve_hours: int
+    max_duration_hours: int
+    free_units: int | None
+    can_ask_quota: bool
+    message: str
+
+
+def _preview_message(path: RequestPath, tenant: Tenant, offering: Offering, detail: str) -> str:
+    policy = (
+        f"up to {gpu_eq_display(tenant.auto_approve_gpu_eq)} GPU-eq and "
+        f"{tenant.auto_approve_hours} h"
+    )
+    if path == RequestPath.APPROVED:
+        return f"Approved at once: within {tenant.slug}'s quota and policy ({policy})."
+    if path == RequestPath.LEAD:
+        return f"Needs a lead's approval: above {tenant.slug}'s auto-approve policy ({policy})."
+    if path == RequestPath.EXCEEDS:
+        return f"Exceeds the remaining quota: {detail}."
+    return f"{tenant.slug} has no quota for this GPU model ({offering.gpu_model.name})."
+
+
+def gpu_request_preview(
+    *,
+    user: User,
+    tenant: Tenant,
+    offering: Offering,
+    count: int,
+    duration_hours: int | None = None,
+    purpose: str = Purpose.NOTEBOOK,
+) -> GpuRequestPreview:
+    """The path and numbers `gpu_request_submit` would decide on now, writing nothing.
+
+    `tenant` is one the user may request GPUs in (the caller looks it up). Bad input raises
+    ValidationFailed naming the field, as the submission would.
+    """
+    hours = duration_hours if duration_hours is not None else tenant.default_duration_hours
+    request_validate(
+        tenant=tenant, offering=offering, count=count, duration_hours=hours, purpose=purpose
+    )
+    requested = offering.gpu_eq * count
+    check = quota_check(tenant, offering, requested, lock=False)
+    path = request_path(tenant=tenant, check=check, duration_hours=hours)
+    return GpuRequestPreview(
+        path=path,
+        tenant=tenant,
+        offering=offering,
+        count=count,
+        duration_hours=hours,
+        gpu_eq=requested,
+        quota=check.quota if check else None,
+        used=check.quota - check.remaining if check else None,
+        remaining=check.remaining if check else None,
+        remaining_after=check.remaining - requested if check else None,
+        auto_approve_gpu_eq=tenant.auto_approve_gpu_eq,
+        auto_approve_hours=tenant.auto_approve_hours,
+        max_duration_hours=tenant.max_duration_hours,
+        free_units=capacity_free_units(offering),
+        can_ask_quota=role_in(user, tenant) == MemberRole.LEAD,
+        message=_preview_message(path, tenant, offering, check.describe() if check else ""),
+    )

@@ -3,7 +3,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.allocations.decisions import RequestPath
 from portal.allocations.models import GpuRequest, Purpose
+from portal.allocations.selectors import GpuRequestPreview
 from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
 
 
@@ -68,3 +70,34 @@ class CommentSerializer(serializers.Serializer[GpuRequest]):
 
 class ExtendSerializer(serializers.Serializer[GpuRequest]):
     hours = serializers.IntegerField()
+
+
+class GpuRequestPreviewSerializer(serializers.Serializer[GpuRequestPreview]):
+    """What `POST requests/` would decide now. GPU-eq figures are exact strings (with a rounded
+    `_display` twin); quota figures are null when the tenant has no quota for the model."""
+
+    path = serializers.ChoiceField(
+        choices=[(path.value, path.value) for path in RequestPath],
+        help_text="approved: at once; lead: waits for a lead; exceeds: refused, beyond the "
+        "remaining quota; no-quota: refused, the tenant has no quota for the model",
+    )
+    tenant = serializers.CharField(source="tenant.slug")
+    offering = serializers.CharField(source="offering.slug")
+    gpu_model = serializers.CharField(source="offering.gpu_model.slug")
+    count = serializers.IntegerField()
+    duration_hours = serializers.IntegerField()
+    gpu_eq = GpuEqField(help_text="GPU-eq of this request")
+    gpu_eq_display = GpuEqDisplayField(source="gpu_eq")
+    quota = GpuEqField(allow_null=True)
+    used = GpuEqField(allow_null=True, help_text="held by the tenant's allocations of the model")
+    remaining = GpuEqField(allow_null=True, help_text="before this request")
+    remaining_after = GpuEqField(allow_null=True, help_text="after this request")
+    remaining_after_display = GpuEqDisplayField(source="remaining_after", allow_null=True)
+    auto_approve_gpu_eq = GpuEqField()
+    auto_approve_hours = serializers.IntegerField()
+    max_duration_hours = serializers.IntegerField()
+    free_units = serializers.IntegerField(
+        allow_null=True, help_text="free units of the offering on the clusters; null: not read"
+    )
+    can_ask_quota = serializers.BooleanField(help_text="the caller leads the tenant")
+    message = serializers.CharField()

@@ -7,7 +7,6 @@ raises InvalidTransition (409) naming the current state.
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fractions import Fraction
 
@@ -16,10 +15,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.accounts.models import MemberRole, User
+from portal.allocations.decisions import (
+    QuotaCheck,
+    RequestPath,
+    quota_check,
+    request_path,
+    request_validate,
+)
 from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose, RequestState
 from portal.allocations.notifications import notify_on_commit
 from portal.allocations.signals import allocation_state_changed
-from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
 from portal.core.audit import audit_record
 from portal.core.errors import (
@@ -30,83 +35,18 @@ from portal.core.errors import (
     ValidationFailed,
 )
 from tenants.access import role_in
-from tenants.models import Quota, Tenant, TenantState
-from tenants.selectors import gpu_eq_held
+from tenants.models import Tenant
 from tenants.signals import tenant_changed
-
-
-@dataclass(frozen=True)
-class QuotaCheck:
-    """The numbers behind a decision, in GPU-eq."""
-
-    requested: Fraction
-    remaining: Fraction
-    quota: Fraction
-
-    @property
-    def fits(self) -> bool:
-        return self.requested <= self.remaining
-
-    def describe(self) -> str:
-        return (
-            f"requested {gpu_eq_display(self.requested)} GPU-eq, "
-            f"{gpu_eq_display(self.remaining)} of {gpu_eq_display(self.quota)} remaining"
-        )
-
-
-def _quota_check(
-    tenant: Tenant, offering: Offering, requested: Fraction, *, lock: bool
-) -> QuotaCheck | None:
-    """What is left of the tenant's quota for the offering's model; None without a quota.
-
-    With `lock`, the quota row is locked first (call inside a transaction): concurrent
-    decisions for the same tenant and model then run one after the other.
-    """
-    quotas = Quota.objects.select_for_update() if lock else Quota.objects.all()
-    quota = quotas.filter(tenant=tenant, gpu_model_id=offering.gpu_model_id).first()
-    if quota is None:
-        return None
-    remaining = quota.gpu_eq - gpu_eq_held(tenant, offering.gpu_model_id)
-    return QuotaCheck(requested=requested, remaining=remaining, quota=quota.gpu_eq)
 
 
 def _locked_quota_check(tenant: Tenant, offering: Offering, requested: Fraction) -> QuotaCheck:
     """The locked check for a decision; a model without quota is bad input naming the offering."""
-    check = _quota_check(tenant, offering, requested, lock=True)
+    check = quota_check(tenant, offering, requested, lock=True)
     if check is None:
         raise ValidationFailed.on(
             "offering", f"Tenant {tenant.slug} has no quota for {offering.gpu_model.name}."
         )
     return check
-
-
-def within_policy(tenant: Tenant, *, gpu_eq: Fraction, duration_hours: int) -> bool:
-    """Whether the tenant's auto-approve policy covers this size and duration."""
-    return gpu_eq <= tenant.auto_approve_gpu_eq and duration_hours <= tenant.auto_approve_hours
-
-
-def _validate(
-    *, tenant: Tenant, offering: Offering, count: int, duration_hours: int, purpose: str
-) -> None:
-    if tenant.state != TenantState.ACTIVE:
-        raise InvalidTransition(f"Tenant {tenant.slug} is {tenant.state}; it cannot request GPUs.")
-    if not offering.enabled or not offering.gpu_model.enabled:
-        raise ValidationFailed.on("offering", f"{offering.name} is not offered at the moment.")
-    if count < 1:
-        raise ValidationFailed.on("count", "Ask for at least 1.")
-    if offering.max_units_per_workload and count > offering.max_units_per_workload:
-        raise ValidationFailed.on(
-            "count",
-            f"{offering.name} allows at most {offering.max_units_per_workload} per request.",
-        )
-    if duration_hours < 1:
-        raise ValidationFailed.on("duration_hours", "Ask for at least 1 hour.")
-    if duration_hours > tenant.max_duration_hours:
-        raise ValidationFailed.on(
-            "duration_hours", f"At most {tenant.max_duration_hours} hours in {tenant.slug}."
-        )
-    if purpose not in Purpose.values:
-        raise ValidationFailed.on("purpose", f"Choose one of {', '.join(Purpose.values)}.")
 
 
 def _start(gpu_request: GpuRequest, *, now: datetime) -> None:
@@ -133,7 +73,9 @@ def gpu_request_submit(
     Bad input raises ValidationFailed naming the field, and nothing is written.
     """
     hours = duration_hours if duration_hours is not None else tenant.default_duration_hours
-    _validate(tenant=tenant, offering=offering, count=count, duration_hours=hours, purpose=purpose)
+    request_validate(
+        tenant=tenant, offering=offering, count=count, duration_hours=hours, purpose=purpose
+    )
     requested = offering.gpu_eq * count
     check = _locked_quota_check(tenant, offering, requested)
     now = timezone.now()
@@ -148,11 +90,12 @@ def gpu_request_submit(
         justification=justification.strip(),
     )
     gpu_request.gpu_eq = requested
-    if not check.fits:
+    path = request_path(tenant=tenant, check=check, duration_hours=hours)
+    if path == RequestPath.EXCEEDS:
         gpu_request.state = RequestState.REJECTED
         gpu_request.decided_at = now
         gpu_request.decision_comment = f"Exceeds the remaining quota: {check.describe()}."
-    elif within_policy(tenant, gpu_eq=requested, duration_hours=hours):
+    elif path == RequestPath.APPROVED:
         gpu_request.state = RequestState.APPROVED
         gpu_request.decided_at = now
         gpu_request.decision_comment = "Approved at once: within quota and the tenant's policy."
@@ -179,14 +122,6 @@ def gpu_request_submit(
     elif gpu_request.state == RequestState.APPROVED:
         _provision(gpu_request, actor=actor, reason="allocation starts")
     return gpu_request
-
-
-def quota_check_preview(*, tenant: Tenant, offering: Offering, count: int) -> QuotaCheck | None:
-    """The numbers a request would be decided on now, without locking (for the form's preview).
-
-    None when the tenant has no quota for the model.
-    """
-    return _quota_check(tenant, offering, offering.gpu_eq * max(count, 0), lock=False)
 
 
 def _lock(gpu_request: GpuRequest, *, allowed: tuple[str, ...], verb: str) -> GpuRequest:

@@ -12,20 +12,21 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from portal.allocations import services
+from portal.allocations.filters import GpuRequestFilter
 from portal.allocations.forms import DecisionForm, ExtendForm, GpuRequestForm
-from portal.allocations.models import GpuRequest, RequestState
+from portal.allocations.models import GpuRequest, Purpose, RequestState
 from portal.allocations.selectors import (
     approvals_queue_for,
     gpu_request_for,
+    gpu_request_preview,
     gpu_requests_visible_to,
 )
 from portal.catalog.models import Offering
-from portal.cluster.selectors import capacity_free_units
 from portal.core.errors import ApplicationError, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, polled_page
-from tenants.access import Access, role_in, tenant_for
-from tenants.models import MemberRole, Tenant, TenantState
+from tenants.access import Access, tenant_for
+from tenants.models import Tenant, TenantState
 from tenants.selectors import memberships_of
 
 PER_PAGE = 25
@@ -86,36 +87,29 @@ def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 def request_preview_context(request: AuthenticatedHttpRequest) -> dict[str, Any]:
     """What the request form's preview shows for the form's current values (also used by the
-    notebook launch form): quota left after, the path the request will take, free capacity."""
+    notebook launch form): nothing until a tenant, an offering and numbers are readable, then
+    the decision's path and numbers, or why the request would be refused as bad input."""
     context: dict[str, Any] = {"preview": None}
     params = request.GET
     offering = offerings_requestable().filter(slug=params.get("offering", "")).first()
     try:
         count = int(params.get("count") or 1)
+        hours = int(params["duration_hours"]) if params.get("duration_hours") else None
         tenant = tenant_for(request.user, params.get("tenant", ""), Access.REQUEST)
-        hours = int(params.get("duration_hours") or tenant.default_duration_hours)
     except (ValueError, ApplicationError):
         return context
     if offering is not None:
-        check = services.quota_check_preview(tenant=tenant, offering=offering, count=count)
-        if check is None:
-            path = "no-quota"
-        elif not check.fits:
-            path = "exceeds"
-        elif services.within_policy(tenant, gpu_eq=check.requested, duration_hours=hours):
-            path = "approved"
-        else:
-            path = "lead"
-        context["preview"] = {
-            "tenant": tenant,
-            "offering": offering,
-            "check": check,
-            "after": check.remaining - check.requested if check else None,
-            "path": path,
-            "hours": hours,
-            "can_ask_quota": role_in(request.user, tenant) == MemberRole.LEAD,
-            "free_units": capacity_free_units(offering),
-        }
+        try:
+            context["preview"] = gpu_request_preview(
+                user=request.user,
+                tenant=tenant,
+                offering=offering,
+                count=count,
+                duration_hours=hours,
+                purpose=params.get("purpose") or Purpose.NOTEBOOK,
+            )
+        except ApplicationError as error:
+            context["preview_error"] = error.message
     return context
 
 
@@ -179,18 +173,9 @@ def _require_approver(request: AuthenticatedHttpRequest) -> QuerySet[GpuRequest]
 @login_required
 def approvals(request: AuthenticatedHttpRequest) -> HttpResponse:
     """A lead's queue of pending requests in their tenants: filter by tenant, oldest first."""
-    queue = _require_approver(request)
-    tenant = request.GET.get("tenant", "")
-    if tenant:
-        queue = queue.filter(tenant__slug=tenant)
-    if request.GET.get("sort") == "newest":
-        queue = queue.order_by("-created_at", "-id")
-    page = Paginator(queue, PER_PAGE).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "allocations/approvals.html",
-        {"page": page, "tenant": tenant, "sort": request.GET.get("sort", "oldest")},
-    )
+    queue = GpuRequestFilter(request.GET, queryset=_require_approver(request), request=request)
+    page = Paginator(queue.qs, PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "allocations/approvals.html", {"page": page, "filters": queue.form})
 
 
 @login_required
@@ -223,15 +208,8 @@ def all_requests(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Every tenant's requests, for admins (and finance, read-only)."""
     if not request.user.sees_all_tenants:
         raise Http404
-    requests = gpu_requests_visible_to(request.user)
-    tenant, state = request.GET.get("tenant", ""), request.GET.get("state", "")
-    if tenant:
-        requests = requests.filter(tenant__slug=tenant)
-    if state in RequestState.values:
-        requests = requests.filter(state=state)
-    page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "allocations/all.html",
-        {"page": page, "tenant": tenant, "state": state, "states": RequestState.choices},
+    requests = GpuRequestFilter(
+        request.GET, queryset=gpu_requests_visible_to(request.user), request=request
     )
+    page = Paginator(requests.qs, PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "allocations/all.html", {"page": page, "filters": requests.form})

@@ -5,7 +5,6 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.mixins import ListModelMixin
@@ -14,16 +13,16 @@ from rest_framework.response import Response
 
 from portal.accounts.models import User
 from portal.catalog import services
+from portal.catalog.filters import NotebookImageFilter, OfferingFilter
 from portal.catalog.models import GpuModel, NotebookImage, Offering
 from portal.catalog.selectors import notebook_images_visible_to
 from portal.catalog.serializers import (
     GpuModelSerializer,
-    NotebookImageFilterSerializer,
     NotebookImageSerializer,
-    OfferingFilterSerializer,
     OfferingSerializer,
 )
 from portal.core.errors import NotFound, PermissionDenied
+from portal.core.filters import FilterBackend
 from portal.core.idempotency import idempotent_post
 
 
@@ -38,9 +37,10 @@ class _CatalogList[M: (GpuModel, Offering, NotebookImage)](ListModelMixin, Gener
     """List (everyone signed in) and create (admins, through `create`, one catalog service)."""
 
     create: Callable[..., M]
+    filter_backends = [FilterBackend]
 
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @idempotent_post
@@ -85,25 +85,9 @@ class OfferingList(_CatalogList[Offering]):
     """Offerings with their Kubernetes resources and exact GPU-eq per unit."""
 
     serializer_class = OfferingSerializer
+    queryset = Offering.objects.select_related("gpu_model", "backend")
+    filterset_class = OfferingFilter
     create = staticmethod(services.offering_create)
-
-    def get_queryset(self) -> QuerySet[Offering]:
-        # A plain dict: from a QueryDict, DRF reads an absent boolean as an unticked checkbox.
-        filters = OfferingFilterSerializer(data=self.request.query_params.dict())
-        filters.is_valid(raise_exception=True)
-        wanted = filters.validated_data
-        offerings = Offering.objects.select_related("gpu_model", "backend")
-        if wanted.get("gpu_model"):
-            offerings = offerings.filter(gpu_model__slug=wanted["gpu_model"])
-        if wanted.get("backend"):
-            offerings = offerings.filter(backend__slug=wanted["backend"])
-        if wanted["enabled"] is not None:
-            offerings = offerings.filter(enabled=wanted["enabled"])
-        return offerings
-
-    @extend_schema(parameters=[OfferingFilterSerializer])
-    def get(self, request: Request) -> Response:
-        return super().get(request)
 
 
 class OfferingDetail(GenericAPIView[Offering]):
@@ -138,19 +122,11 @@ class NotebookImageList(_CatalogList[NotebookImage]):
     queryset = NotebookImage.objects.all()  # for the schema; get_queryset narrows it
     create = staticmethod(services.notebook_image_create)
 
-    def get_queryset(self) -> QuerySet[NotebookImage]:
-        # A plain dict: from a QueryDict, DRF reads an absent boolean as an unticked checkbox.
-        filters = NotebookImageFilterSerializer(data=self.request.query_params.dict())
-        filters.is_valid(raise_exception=True)
-        user: User = self.request.user  # type: ignore[assignment]
-        images = notebook_images_visible_to(user)
-        if filters.validated_data["enabled"] is not None:
-            images = images.filter(enabled=filters.validated_data["enabled"])
-        return images
+    filterset_class = NotebookImageFilter
 
-    @extend_schema(parameters=[NotebookImageFilterSerializer])
-    def get(self, request: Request) -> Response:
-        return super().get(request)
+    def get_queryset(self) -> QuerySet[NotebookImage]:
+        user: User = self.request.user  # type: ignore[assignment]
+        return notebook_images_visible_to(user)
 
 
 class NotebookImageDetail(GenericAPIView[NotebookImage]):

@@ -65,14 +65,6 @@ class OfferingSerializer(serializers.ModelSerializer[Offering]):
         )  # fmt: skip
 
 
-class OfferingFilterSerializer(serializers.Serializer[Offering]):
-    """The offerings list's query parameters; `?enabled=maybe` is bad input, not "no filter"."""
-
-    gpu_model = serializers.CharField(required=False, help_text="GPU model slug")
-    backend = serializers.CharField(required=False, help_text="sharing backend slug")
-    enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
-
-
 class SharingBackendSerializer(serializers.ModelSerializer[SharingBackend]):
     class Meta:
         model = SharingBackend
@@ -99,14 +91,3 @@ class NotebookImageSerializer(serializers.ModelSerializer[NotebookImage]):
     class Meta:
         model = NotebookImage
         fields = ("slug", "name", "image", "description", "vendors", "enabled")
-
-
-class NotebookImageFilterSerializer(serializers.Serializer[NotebookImage]):
-    """The notebook images list's query parameters."""
-
-    enabled = serializers.BooleanField(
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="admins: only enabled (true) or disabled (false) images; others see enabled ones",
-    )

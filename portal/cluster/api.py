@@ -1,10 +1,7 @@
 """`provisioning-runs/`, `capacity/` and `clusters/` (API.md)."""
 
-from typing import Any
-
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.mixins import ListModelMixin
@@ -12,9 +9,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.cluster import services
-from portal.cluster.models import Cluster, ProvisioningRun, RunState
+from portal.cluster.filters import CapacityFilter, ProvisioningRunFilter
+from portal.cluster.models import Cluster, OfferingCapacity, ProvisioningRun
 from portal.cluster.selectors import (
-    capacity_for,
+    capacities_for,
+    capacity_rows_of,
     cluster_for,
     clusters_for_admin,
     provisioning_run_for,
@@ -27,43 +26,25 @@ from portal.cluster.serializers import (
     ProvisioningRunDetailSerializer,
     ProvisioningRunSerializer,
 )
-from portal.core.api import choice_param
 from portal.core.errors import ValidationFailed
+from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
-
-RUN_FILTERS = [
-    OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug"),
-    OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
-    OpenApiParameter("state", OpenApiTypes.STR, enum=RunState.values),
-]
-CAPACITY_FILTERS = [
-    OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
-    OpenApiParameter("gpu_model", OpenApiTypes.STR, description="GPU model slug"),
-    OpenApiParameter("offering", OpenApiTypes.STR, description="offering slug"),
-]
 
 
 class ProvisioningRunList(ListModelMixin, GenericAPIView[ProvisioningRun]):
     """Runs of the tenants the caller sees, newest first."""
 
     serializer_class = ProvisioningRunSerializer
+    queryset = ProvisioningRun.objects.none()  # for the schema; get_queryset narrows it
+    filter_backends = [FilterBackend]
+    filterset_class = ProvisioningRunFilter
 
     def get_queryset(self) -> QuerySet[ProvisioningRun]:
-        runs = provisioning_runs_visible_to(api_user(self.request))
-        params = self.request.query_params
-        state = choice_param(self.request, "state", RunState.values)
-        if state:
-            runs = runs.filter(state=state)
-        if params.get("tenant"):
-            runs = runs.filter(tenant__slug=params["tenant"])
-        if params.get("cluster"):
-            runs = runs.filter(cluster__name=params["cluster"])
-        return runs
+        return provisioning_runs_visible_to(api_user(self.request))
 
-    @extend_schema(parameters=RUN_FILTERS)
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
@@ -90,22 +71,22 @@ class ProvisioningRunRetry(GenericAPIView[ProvisioningRun]):
         return Response(self.get_serializer(retried).data, status=status.HTTP_202_ACCEPTED)
 
 
-class CapacityList(GenericAPIView[Any]):
+class CapacityList(GenericAPIView[OfferingCapacity]):
     """Per cluster, pool and offering: total, allocated and free units (and GPU-eq), from the
     last read of the cluster's nodes and pods. For those who may request GPUs."""
 
-    serializer_class = CapacitySerializer
+    serializer_class = CapacitySerializer  # type: ignore[assignment]
     pagination_class = None
+    queryset = OfferingCapacity.objects.none()  # for the schema; get_queryset narrows it
+    filter_backends = [FilterBackend]
+    filterset_class = CapacityFilter
 
-    @extend_schema(parameters=CAPACITY_FILTERS, responses=CapacitySerializer(many=True))
+    def get_queryset(self) -> QuerySet[OfferingCapacity]:
+        return capacities_for(api_user(self.request))
+
+    @extend_schema(responses=CapacitySerializer(many=True))
     def get(self, request: Request) -> Response:
-        params = request.query_params
-        rows = capacity_for(
-            api_user(request),
-            cluster=params.get("cluster"),
-            gpu_model=params.get("gpu_model"),
-            offering=params.get("offering"),
-        )
+        rows = capacity_rows_of(self.filter_queryset(self.get_queryset()))
         return Response(CapacitySerializer(rows, many=True).data)  # type: ignore[arg-type]
 
 

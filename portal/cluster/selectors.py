@@ -12,6 +12,7 @@ from django.db.models import Prefetch, QuerySet
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.catalog.models import GpuPool, Offering
+from portal.cluster.filters import CapacityFilter
 from portal.cluster.manifests import BundleSpec, gpu_resource_totals
 from portal.cluster.models import (
     Cluster,
@@ -21,6 +22,7 @@ from portal.cluster.models import (
     ProvisioningRun,
 )
 from portal.core.errors import NotFound
+from portal.core.filters import filter_or_raise
 from tenants.access import Access, tenant_for
 from tenants.models import MemberRole, Membership, Tenant, TenantState
 from tenants.selectors import tenants_visible_to
@@ -194,18 +196,14 @@ class CapacityRow:
         return Fraction(self.offering.gpu_eq) * self.free
 
 
-def capacity_rows(
-    *, cluster: str | None = None, gpu_model: str | None = None, offering: str | None = None
-) -> list[CapacityRow]:
+def offering_capacities() -> QuerySet[OfferingCapacity]:
+    """The capacity rollups of enabled clusters and offerings."""
+    return OfferingCapacity.objects.filter(cluster__enabled=True, offering__enabled=True)
+
+
+def capacity_rows_of(rows: QuerySet[OfferingCapacity]) -> list[CapacityRow]:
     """Total, allocated and free units per cluster, pool and offering, as the last capacity
     read rolled them up. One query whatever the number of nodes, pools or offerings."""
-    rows = OfferingCapacity.objects.filter(cluster__enabled=True, offering__enabled=True)
-    if cluster:
-        rows = rows.filter(cluster__name=cluster)
-    if gpu_model:
-        rows = rows.filter(offering__gpu_model__slug=gpu_model)
-    if offering:
-        rows = rows.filter(offering__slug=offering)
     return [
         CapacityRow(
             cluster=row.cluster.name,
@@ -220,6 +218,17 @@ def capacity_rows(
             "cluster__name", "pool", "offering__slug"
         )
     ]
+
+
+def capacity_rows(
+    *, cluster: str | None = None, gpu_model: str | None = None, offering: str | None = None
+) -> list[CapacityRow]:
+    """Capacity rows, narrowed by the capacity list's own filters."""
+    wanted = {"cluster": cluster, "gpu_model": gpu_model, "offering": offering}
+    filters = CapacityFilter(
+        {name: value for name, value in wanted.items() if value}, queryset=offering_capacities()
+    )
+    return capacity_rows_of(filter_or_raise(filters))
 
 
 def capacity_free_units(offering: Offering) -> int | None:
@@ -238,10 +247,16 @@ def clusters_for_admin(user: User) -> QuerySet[Cluster]:
     return Cluster.objects.all()
 
 
-def capacity_for(user: User, **filters: str | None) -> list[CapacityRow]:
+def capacities_for(user: User) -> QuerySet[OfferingCapacity]:
     """Capacity for those who may request GPUs (members of a tenant, admins); NotFound else."""
     if not (user.is_portal_admin or Membership.objects.filter(user=user).exists()):
         raise NotFound("There is no such page.")
+    return offering_capacities()
+
+
+def capacity_for(user: User, **filters: str | None) -> list[CapacityRow]:
+    """Capacity rows for those who may request GPUs (see capacities_for)."""
+    capacities_for(user)
     return capacity_rows(**filters)
 
 

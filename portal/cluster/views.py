@@ -12,10 +12,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.cluster import services
+from portal.cluster.filters import CapacityFilter
 from portal.cluster.forms import ClusterForm
 from portal.cluster.models import Cluster
 from portal.cluster.selectors import (
+    capacities_for,
     capacity_for,
+    capacity_rows_of,
     cluster_for,
     cluster_nodes,
     clusters_for_admin,
@@ -64,8 +67,9 @@ def run_retry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @login_required
 def capacity(request: AuthenticatedHttpRequest) -> HttpResponse:
     """What is free per cluster, pool and offering, for everyone who may request GPUs."""
-    rows = capacity_for(request.user, gpu_model=request.GET.get("gpu_model") or None)
-    return render(request, "cluster/capacity.html", {"rows": [row for row in rows if row.total]})
+    filters = CapacityFilter(request.GET, queryset=capacities_for(request.user), request=request)
+    rows = [row for row in capacity_rows_of(filters.qs) if row.total]
+    return render(request, "cluster/capacity.html", {"rows": rows, "filters": filters.form})
 
 
 @login_required

@@ -7,13 +7,13 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from portal.core.forms import AuditFilterForm
+from portal.core.filters import AuditEventFilter
 from portal.core.health import readiness_problems
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.metrics import metrics_allowed
 from portal.core.navigation import start_url_for
 from portal.core.pages import error_page
-from portal.core.selectors import audit_events_filtered, audit_events_visible_to
+from portal.core.selectors import audit_events_visible_to
 
 AUDIT_PER_PAGE = 50
 
@@ -81,11 +81,10 @@ def server_error(request: HttpRequest) -> HttpResponse:
 @login_required
 def audit_log(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The audit log each persona may see, filtered and paginated on the server."""
-    form = AuditFilterForm(request.GET or None)
-    events = audit_events_visible_to(request.user)
-    if form.is_valid():
-        events = audit_events_filtered(events, **form.cleaned_data)
-    page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"form": form, "page": page}
+    events = AuditEventFilter(
+        request.GET or None, queryset=audit_events_visible_to(request.user), request=request
+    )
+    page = Paginator(events.qs, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    context = {"form": events.form, "page": page}
     template = "core/audit.html#audit-table" if request.htmx else "core/audit.html"
     return render(request, template, context)

@@ -11,12 +11,13 @@ from rest_framework.mixins import ListModelMixin
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.core.api import choice_param
 from portal.core.errors import ValidationFailed
+from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
 from portal.workloads import services
-from portal.workloads.models import Notebook, NotebookState
+from portal.workloads.filters import NotebookFilter
+from portal.workloads.models import Notebook
 from portal.workloads.selectors import notebook_for, notebooks_visible_to
 from portal.workloads.serializers import (
     NotebookDetailSerializer,
@@ -24,33 +25,20 @@ from portal.workloads.serializers import (
     NotebookSerializer,
 )
 
-NOTEBOOK_FILTERS = [
-    OpenApiParameter("state", OpenApiTypes.STR, enum=NotebookState.values),
-    OpenApiParameter("tenant", OpenApiTypes.STR, description="tenant slug"),
-    OpenApiParameter("mine", OpenApiTypes.BOOL, description="only the caller's own notebooks"),
-]
-
 
 class NotebookList(ListModelMixin, GenericAPIView[Notebook]):
     """Notebooks the caller may see (own; a lead's tenants'; all for admins). POST launches."""
 
     serializer_class = NotebookSerializer
+    queryset = Notebook.objects.none()  # for the schema; get_queryset narrows it
+    filter_backends = [FilterBackend]
+    filterset_class = NotebookFilter
 
     def get_queryset(self) -> QuerySet[Notebook]:
-        user = api_user(self.request)
-        notebooks = notebooks_visible_to(user)
-        state = choice_param(self.request, "state", NotebookState.values)
-        if state:
-            notebooks = notebooks.filter(state=state)
-        if self.request.query_params.get("tenant"):
-            notebooks = notebooks.filter(tenant__slug=self.request.query_params["tenant"])
-        if self.request.query_params.get("mine") == "true":
-            notebooks = notebooks.filter(owner=user)
-        return notebooks
+        return notebooks_visible_to(api_user(self.request))
 
-    @extend_schema(parameters=NOTEBOOK_FILTERS)
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(request=NotebookLaunchSerializer, responses={201: NotebookDetailSerializer})

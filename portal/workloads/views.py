@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from portal.allocations.views import (
@@ -22,6 +23,7 @@ from portal.core.errors import NotFound, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_page, polled_page
 from portal.workloads import services
+from portal.workloads.filters import NotebookFilter
 from portal.workloads.forms import LaunchForm
 from portal.workloads.models import MOVING_STATES, Notebook, NotebookState
 from portal.workloads.selectors import (
@@ -39,21 +41,16 @@ PER_PAGE = 25
 @login_required
 def notebooks(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My notebooks (and, for leads and admins, their tenants'); polls while any is moving."""
-    visible = notebooks_visible_to(request.user)
-    state = request.GET.get("state", "")
-    if state in NotebookState.values:
-        visible = visible.filter(state=state)
-    else:
+    filters = NotebookFilter(
+        request.GET, queryset=notebooks_visible_to(request.user), request=request
+    )
+    visible = filters.qs
+    if not filters.form.cleaned_data.get("state"):  # the page hides deleted ones unless asked
         visible = visible.exclude(state=NotebookState.DELETED)
+    filters.form.fields["state"].choices = [("", _("all but deleted")), *NotebookState.choices]  # type: ignore[attr-defined]
     page = Paginator(visible, PER_PAGE).get_page(request.GET.get("page"))
     moving = any(notebook.state in MOVING_STATES for notebook in page)
-    context = {
-        "page": page,
-        "moving": moving,
-        "state": state,
-        "states": NotebookState.choices,
-        "now": timezone.now(),
-    }
+    context = {"page": page, "moving": moving, "filters": filters.form, "now": timezone.now()}
     return polled_page(
         request, "workloads/notebooks.html", "notebooks-table", context, moving=moving
     )

@@ -1,0 +1,104 @@
+"""The rules a GPU request is decided by: the input checks, the quota check, the tenant's
+auto-approve policy, and the path that follows from them.
+
+One definition for the decision itself (`gpu_request_submit` in services, which locks the quota
+row first) and for its preview (`gpu_request_preview` in selectors, which writes nothing).
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
+
+from portal.allocations.models import Purpose
+from portal.catalog.gpu_eq import gpu_eq_display
+from portal.catalog.models import Offering
+from portal.core.errors import InvalidTransition, ValidationFailed
+from tenants.models import Quota, Tenant, TenantState
+from tenants.selectors import gpu_eq_held
+
+
+class RequestPath(StrEnum):
+    """What happens to a request: approved at once, waiting for a lead, refused for quota, or
+    refused as bad input because the tenant has no quota for the model at all."""
+
+    APPROVED = "approved"
+    LEAD = "lead"
+    EXCEEDS = "exceeds"
+    NO_QUOTA = "no-quota"
+
+
+@dataclass(frozen=True)
+class QuotaCheck:
+    """The numbers behind a decision, in GPU-eq."""
+
+    requested: Fraction
+    remaining: Fraction
+    quota: Fraction
+
+    @property
+    def fits(self) -> bool:
+        return self.requested <= self.remaining
+
+    def describe(self) -> str:
+        return (
+            f"requested {gpu_eq_display(self.requested)} GPU-eq, "
+            f"{gpu_eq_display(self.remaining)} of {gpu_eq_display(self.quota)} remaining"
+        )
+
+
+def quota_check(
+    tenant: Tenant, offering: Offering, requested: Fraction, *, lock: bool
+) -> QuotaCheck | None:
+    """What is left of the tenant's quota for the offering's model; None without a quota.
+
+    With `lock`, the quota row is locked first (call inside a transaction): concurrent
+    decisions for the same tenant and model then run one after the other.
+    """
+    quotas = Quota.objects.select_for_update() if lock else Quota.objects.all()
+    quota = quotas.filter(tenant=tenant, gpu_model_id=offering.gpu_model_id).first()
+    if quota is None:
+        return None
+    remaining = quota.gpu_eq - gpu_eq_held(tenant, offering.gpu_model_id)
+    return QuotaCheck(requested=requested, remaining=remaining, quota=quota.gpu_eq)
+
+
+def within_policy(tenant: Tenant, *, gpu_eq: Fraction, duration_hours: int) -> bool:
+    """Whether the tenant's auto-approve policy covers this size and duration."""
+    return gpu_eq <= tenant.auto_approve_gpu_eq and duration_hours <= tenant.auto_approve_hours
+
+
+def request_validate(
+    *, tenant: Tenant, offering: Offering, count: int, duration_hours: int, purpose: str
+) -> None:
+    """Bad input raises ValidationFailed naming the field; an inactive tenant, InvalidTransition."""
+    if tenant.state != TenantState.ACTIVE:
+        raise InvalidTransition(f"Tenant {tenant.slug} is {tenant.state}; it cannot request GPUs.")
+    if not offering.enabled or not offering.gpu_model.enabled:
+        raise ValidationFailed.on("offering", f"{offering.name} is not offered at the moment.")
+    if count < 1:
+        raise ValidationFailed.on("count", "Ask for at least 1.")
+    if offering.max_units_per_workload and count > offering.max_units_per_workload:
+        raise ValidationFailed.on(
+            "count",
+            f"{offering.name} allows at most {offering.max_units_per_workload} per request.",
+        )
+    if duration_hours < 1:
+        raise ValidationFailed.on("duration_hours", "Ask for at least 1 hour.")
+    if duration_hours > tenant.max_duration_hours:
+        raise ValidationFailed.on(
+            "duration_hours", f"At most {tenant.max_duration_hours} hours in {tenant.slug}."
+        )
+    if purpose not in Purpose.values:
+        raise ValidationFailed.on("purpose", f"Choose one of {', '.join(Purpose.values)}.")
+
+
+def request_path(*, tenant: Tenant, check: QuotaCheck | None, duration_hours: int) -> RequestPath:
+    """Beyond remaining quota: exceeds. Within quota and the tenant's policy: approved at once.
+    Within quota, above policy: a lead decides. No quota for the model: no-quota."""
+    if check is None:
+        return RequestPath.NO_QUOTA
+    if not check.fits:
+        return RequestPath.EXCEEDS
+    if within_policy(tenant, gpu_eq=check.requested, duration_hours=duration_hours):
+        return RequestPath.APPROVED
+    return RequestPath.LEAD

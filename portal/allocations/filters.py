@@ -1,0 +1,52 @@
+"""The filters of GPU request lists: My requests, the approvals queue, all requests and
+`requests/` in the API."""
+
+from django import forms
+from django.db.models import QuerySet
+from django.utils.translation import gettext_lazy as _
+from django_filters import BooleanFilter, CharFilter, ChoiceFilter, FilterSet
+
+from portal.allocations.models import GpuRequest, RequestState
+
+SORTS = {"oldest": ("created_at", "id"), "newest": ("-created_at", "-id")}
+
+
+class GpuRequestFilter(FilterSet):
+    state = ChoiceFilter(
+        choices=RequestState.choices,
+        label=_("State"),
+        empty_label=_("any"),
+        error_messages={"invalid_choice": _("Unknown state.")},
+    )
+    tenant = CharFilter(
+        field_name="tenant__slug",
+        label=_("Tenant"),
+        help_text=_("tenant slug"),
+        widget=forms.TextInput(attrs={"placeholder": "slug"}),
+    )
+    mine = BooleanFilter(
+        method="filter_mine", label=_("Mine"), help_text=_("only the caller's own requests")
+    )
+    sort = ChoiceFilter(
+        choices=[("oldest", _("oldest first")), ("newest", _("newest first"))],
+        method="sort_by",
+        label=_("Sort"),
+        empty_label=None,
+        help_text=_("oldest or newest first"),
+        error_messages={"invalid_choice": _("Sort by oldest or newest.")},
+    )
+
+    class Meta:
+        model = GpuRequest
+        fields: tuple[str, ...] = ()
+
+    def filter_mine(
+        self, requests: QuerySet[GpuRequest], name: str, value: bool
+    ) -> QuerySet[GpuRequest]:
+        user = getattr(self.request, "user", None)
+        return requests.filter(requester=user) if value and user is not None else requests
+
+    def sort_by(
+        self, requests: QuerySet[GpuRequest], name: str, value: str
+    ) -> QuerySet[GpuRequest]:
+        return requests.order_by(*SORTS[value])
