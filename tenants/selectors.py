@@ -1,4 +1,5 @@
-"""Reads of tenants, narrowed to what a user may see: one access path for pages, API and tasks."""
+"""Reads of tenants beyond visibility (which is `Tenant.objects.visible_to`, tenants.access):
+quotas and what is left of them, members, quota requests."""
 
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -10,21 +11,7 @@ from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest
 from portal.catalog.gpu_eq import gpu_eq_sum, gpu_eq_sum_by
 from portal.catalog.models import GpuModel
-from tenants.models import MemberRole, Membership, Quota, QuotaRequest, QuotaRequestState, Tenant
-
-
-def tenants_visible_to(user: User) -> QuerySet[Tenant]:
-    """Every tenant for admins and finance; otherwise the tenants the user is a member of."""
-    if user.sees_all_tenants:
-        return Tenant.objects.all()
-    # A subquery, not a join: annotations over memberships then count every member.
-    return Tenant.objects.filter(pk__in=Membership.objects.filter(user=user).values("tenant"))
-
-
-def tenants_led_by(user: User) -> QuerySet[Tenant]:
-    return Tenant.objects.filter(
-        pk__in=Membership.objects.filter(user=user, role=MemberRole.LEAD).values("tenant")
-    )
+from tenants.models import Membership, Quota, QuotaRequest, QuotaRequestState, Tenant
 
 
 def memberships_of(user: User) -> QuerySet[Membership]:

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from portal.allocations import services
 from portal.allocations.models import GpuRequest, RequestState
-from portal.allocations.selectors import gpu_request_for, gpu_requests_visible_to
+from portal.allocations.selectors import gpu_request_for, gpu_requests_for
 from portal.allocations.serializers import (
     CommentSerializer,
     ExtendSerializer,
@@ -42,7 +42,7 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
 
     def get_queryset(self) -> QuerySet[GpuRequest]:
         user = api_user(self.request)
-        requests = gpu_requests_visible_to(user)
+        requests = gpu_requests_for(user)
         params = self.request.query_params
         state = choice_param(self.request, "state", RequestState.values)
         if state:

@@ -15,7 +15,6 @@ from rest_framework.response import Response
 from portal.accounts.models import User
 from portal.catalog import services
 from portal.catalog.models import GpuModel, NotebookImage, Offering
-from portal.catalog.selectors import notebook_images_visible_to
 from portal.catalog.serializers import (
     GpuModelSerializer,
     NotebookImageFilterSerializer,
@@ -25,6 +24,7 @@ from portal.catalog.serializers import (
 )
 from portal.core.errors import NotFound, PermissionDenied
 from portal.core.idempotency import idempotent_post
+from portal.core.visibility import get_visible_or_404
 
 
 def _admin(request: Request) -> User:
@@ -143,7 +143,7 @@ class NotebookImageList(_CatalogList[NotebookImage]):
         filters = NotebookImageFilterSerializer(data=self.request.query_params.dict())
         filters.is_valid(raise_exception=True)
         user: User = self.request.user  # type: ignore[assignment]
-        images = notebook_images_visible_to(user)
+        images = NotebookImage.objects.visible_to(user)
         if filters.validated_data["enabled"] is not None:
             images = images.filter(enabled=filters.validated_data["enabled"])
         return images
@@ -162,10 +162,7 @@ class NotebookImageDetail(GenericAPIView[NotebookImage]):
 
     def get_object(self) -> NotebookImage:
         user: User = self.request.user  # type: ignore[assignment]
-        image = notebook_images_visible_to(user).filter(slug=self.kwargs["slug"]).first()
-        if image is None:
-            raise NotFound(f"There is no notebook image {self.kwargs['slug']!r}.")
-        return image
+        return get_visible_or_404(NotebookImage, user, slug=self.kwargs["slug"])
 
     def get(self, request: Request, slug: str) -> Response:
         return Response(self.get_serializer(self.get_object()).data)

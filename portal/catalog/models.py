@@ -130,7 +130,7 @@ class NotebookImage(models.Model):
     """A Jupyter image admins offer for notebooks, and the GPU vendors it suits.
 
     Written through the catalog services; everyone but admins sees only the enabled images
-    (`notebook_images_visible_to`). A notebook's container runs `start-notebook.py` with
+    (`NotebookImage.objects.visible_to`). A notebook's container runs `start-notebook.py` with
     `JUPYTER_TOKEN`, as the Jupyter Docker Stacks images do, so an image must start that way.
     `vendors` is matched case-insensitively against GpuModel.vendor ("NVIDIA", "AMD"); an
     empty list suits every vendor.

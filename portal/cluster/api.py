@@ -18,7 +18,7 @@ from portal.cluster.selectors import (
     cluster_for,
     clusters_for_admin,
     provisioning_run_for,
-    provisioning_runs_visible_to,
+    provisioning_runs_for,
 )
 from portal.cluster.serializers import (
     CapacitySerializer,
@@ -50,7 +50,7 @@ class ProvisioningRunList(ListModelMixin, GenericAPIView[ProvisioningRun]):
     serializer_class = ProvisioningRunSerializer
 
     def get_queryset(self) -> QuerySet[ProvisioningRun]:
-        runs = provisioning_runs_visible_to(api_user(self.request))
+        runs = provisioning_runs_for(api_user(self.request))
         params = self.request.query_params
         state = choice_param(self.request, "state", RunState.values)
         if state:

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from portal.core.errors import PermissionDenied, ValidationFailed
 from portal.core.forms import AuditFilterForm
 from portal.core.models import AuditEvent
-from portal.core.selectors import audit_events_filtered, audit_events_visible_to
+from portal.core.selectors import audit_events_filtered, audit_events_for
 from tenants.models import Tenant
 
 CSV_LIMIT = 100_000
@@ -67,7 +67,7 @@ class AuditEventList(ListAPIView[AuditEvent]):
                 name: [str(error) for error in errors] for name, errors in form.errors.items()
             }
             raise ValidationFailed(f"Invalid filter: {', '.join(fields)}.", fields=fields)
-        events = audit_events_visible_to(self.request.user)  # type: ignore[arg-type]
+        events = audit_events_for(self.request.user)  # type: ignore[arg-type]
         return audit_events_filtered(events, **form.cleaned_data)
 
     @extend_schema(parameters=FILTERS)

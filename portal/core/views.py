@@ -13,7 +13,7 @@ from portal.core.health import readiness_problems
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.metrics import metrics_allowed
 from portal.core.pages import error_page
-from portal.core.selectors import audit_events_filtered, audit_events_visible_to
+from portal.core.selectors import audit_events_filtered, audit_events_for
 
 AUDIT_PER_PAGE = 50
 
@@ -82,7 +82,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
 def audit_log(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The audit log each persona may see, filtered and paginated on the server."""
     form = AuditFilterForm(request.GET or None)
-    events = audit_events_visible_to(request.user)
+    events = audit_events_for(request.user)
     if form.is_valid():
         events = audit_events_filtered(events, **form.cleaned_data)
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))

@@ -17,7 +17,7 @@ from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
 from portal.workloads import services
 from portal.workloads.models import Notebook, NotebookState
-from portal.workloads.selectors import notebook_for, notebooks_visible_to
+from portal.workloads.selectors import notebook_for, notebooks_for
 from portal.workloads.serializers import (
     NotebookDetailSerializer,
     NotebookLaunchSerializer,
@@ -38,7 +38,7 @@ class NotebookList(ListModelMixin, GenericAPIView[Notebook]):
 
     def get_queryset(self) -> QuerySet[Notebook]:
         user = api_user(self.request)
-        notebooks = notebooks_visible_to(user)
+        notebooks = notebooks_for(user)
         state = choice_param(self.request, "state", NotebookState.values)
         if state:
             notebooks = notebooks.filter(state=state)

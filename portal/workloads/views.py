@@ -30,7 +30,7 @@ from portal.workloads.selectors import (
     launchable_allocations,
     notebook_for,
     notebook_runs,
-    notebooks_visible_to,
+    notebooks_for,
 )
 
 PER_PAGE = 25
@@ -39,7 +39,7 @@ PER_PAGE = 25
 @login_required
 def notebooks(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My notebooks (and, for leads and admins, their tenants'); polls while any is moving."""
-    visible = notebooks_visible_to(request.user)
+    visible = notebooks_for(request.user)
     state = request.GET.get("state", "")
     if state in NotebookState.values:
         visible = visible.filter(state=state)
