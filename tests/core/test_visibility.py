@@ -16,10 +16,12 @@ from portal.allocations.models import GpuRequest
 from portal.catalog.models import NotebookImage, Offering
 from portal.catalog.services import notebook_image_create
 from portal.cluster.models import ProvisioningResult, ProvisioningRun
+from portal.cluster.services import cluster_create
 from portal.core.errors import NotFound
 from portal.core.models import AuditEvent
 from portal.core.visibility import VisibleQuerySet, get_visible_or_404, has_scope
 from portal.directory.models import DirectoryChange, DirectoryReport
+from portal.directory.services import directory_tenant_queue
 from portal.workloads.models import Notebook
 from tenants.models import MemberRole, Membership, Quota, QuotaRequest, Tenant
 from tenants.services import (
@@ -117,18 +119,20 @@ class World:
 @pytest.fixture
 def world(
     settings, tenant_a, tenant_b, developer, lead, outsider, finance_user, admin_user,
-    catalog: dict[str, Offering], dry_cluster,
+    catalog: dict[str, Offering],
 ) -> World:  # fmt: skip
     """Tenant A (developer, lead) and B (outsider, lead_b), each with quota, requests,
     notebooks on a dry-run cluster and their runs, a quota request, audit events; a disabled
     notebook image; a directory change."""
+    cluster_create(actor=None, name="demo")  # dry-run: runs render, notebooks 'run'
     offering = catalog["a100-80gb-whole"]
     for tenant in (tenant_a, tenant_b):
         quota_set(actor=admin_user, tenant=tenant, gpu_model=offering.gpu_model, gpu_eq=10)
         tenant_update(actor=admin_user, tenant=tenant, auto_approve_gpu_eq="2")
-    settings.KEYCLOAK_SYNC = True  # so the next membership queues a directory change
     lead_b = user_create(actor=None, username="lead-b")
     membership_set(actor=admin_user, tenant=tenant_b, user=lead_b, role=MemberRole.LEAD)
+    settings.KEYCLOAK_SYNC = True
+    directory_tenant_queue(tenant_slug=tenant_b.slug, actor=admin_user)
     settings.KEYCLOAK_SYNC = False
     requests, notebooks = {}, {}
     for name, user, tenant in [
