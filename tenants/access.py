@@ -1,16 +1,24 @@
-"""The one tenant-scoped access path: who may see a tenant and what they may do in it.
+"""The one tenant-scoped access path: who may see a tenant, what they may do in it, and so
+which rows of every tenant-owned model they see.
 
-Pages, the API and tasks all look tenants up here. A tenant the user may not see does not
-exist for them (NotFound, 404); one they see but may not act on is PermissionDenied (403).
+`RULES` says what a role allows; the building blocks below turn it into querysets (the
+tenants a user sees, the tenants they lead, whether they see everything), and every
+tenant-owned model's `visible_to(user)` is built on them (portal.core.visibility). Pages, the
+API and tasks look objects up through `visible_to` and `get_visible_or_404`. A tenant the user
+may not see does not exist for them (NotFound, 404); one they see but may not act on is
+PermissionDenied (403).
 """
 
 from collections.abc import Callable
 from enum import Enum
 
+from django.db.models import Model, Q, QuerySet
+
 from portal.accounts.models import User
-from portal.core.errors import NotFound, PermissionDenied
-from tenants.models import MemberRole, Membership, Tenant
-from tenants.selectors import tenants_visible_to
+from portal.core.errors import PermissionDenied
+from portal.core.models import AuditEvent
+from portal.core.visibility import get_visible_or_404, register_scope
+from tenants.models import MemberRole, Membership, Quota, QuotaRequest, Tenant
 
 
 class Access(Enum):
@@ -59,15 +67,100 @@ def allows(user: User, tenant: Tenant, access: Access, *, role: MemberRole | Non
     return rule(user, role)
 
 
+# The building blocks of every model's visibility.
+
+
+def sees_everything(user: User) -> bool:
+    """Finance and admins see every tenant and everything in it (read-only for finance)."""
+    return user.sees_all_tenants
+
+
+def allowed_everywhere(user: User, access: Access = Access.VIEW) -> bool:
+    """Whether `user` may do `access` in every tenant, member or not (a global role)."""
+    rule, _ = RULES[access]
+    return rule(user, None)
+
+
+def _tenants_with_role(user: User, roles: list[MemberRole]) -> QuerySet[Tenant]:
+    # A subquery, not a join: annotations over memberships then count every member.
+    memberships = Membership.objects.filter(user=user)
+    if set(roles) != set(MemberRole):
+        memberships = memberships.filter(role__in=roles)
+    return Tenant.objects.filter(pk__in=memberships.values("tenant"))
+
+
+def tenants_of(user: User) -> QuerySet[Tenant]:
+    """The tenants `user` is a member of, in any role, whatever their global role."""
+    return _tenants_with_role(user, list(MemberRole))
+
+
+def tenants_led_by(user: User) -> QuerySet[Tenant]:
+    """The tenants `user` leads, whatever their global role."""
+    return _tenants_with_role(user, [MemberRole.LEAD])
+
+
+def tenants_where(user: User, access: Access = Access.VIEW) -> QuerySet[Tenant]:
+    """The tenants in which `user` may do `access`, by the same RULES as `allows`: every
+    tenant for a global role that allows it, else those where their role does."""
+    if allowed_everywhere(user, access):
+        return Tenant.objects.all()
+    return _tenants_with_role(user, [role for role in MemberRole if RULES[access][0](user, role)])
+
+
+def in_tenants_where[M: Model](
+    rows: QuerySet[M], user: User, access: Access = Access.VIEW, *, path: str = "tenant"
+) -> QuerySet[M]:
+    """`rows` whose tenant (reached by `path`) lets `user` do `access`."""
+    if allowed_everywhere(user, access):
+        return rows
+    return rows.filter(**{f"{path}__in": tenants_where(user, access)})
+
+
 def tenant_for(user: User, slug: str, access: Access = Access.VIEW) -> Tenant:
     """The tenant `slug` if `user` may see it and do `access` in it.
 
     Raises NotFound when the user may not see it, PermissionDenied when they see it but
     may not do `access`.
     """
-    tenant = tenants_visible_to(user).filter(slug=slug).first()
-    if tenant is None:
-        raise NotFound(f"There is no tenant {slug!r}.")
+    tenant = get_visible_or_404(Tenant, user, slug=slug)
     if access is not Access.VIEW and not allows(user, tenant, access, role=role_in(user, tenant)):
         raise PermissionDenied(RULES[access][1])
     return tenant
+
+
+# The scopes of the tenants app's models, and of core's audit events (core knows no tenants).
+
+
+def _visible_tenants(tenants: QuerySet[Tenant], user: User) -> QuerySet[Tenant]:
+    """Every tenant for admins and finance; otherwise the tenants the user is a member of."""
+    return in_tenants_where(tenants, user, path="pk")
+
+
+def _visible_memberships(memberships: QuerySet[Membership], user: User) -> QuerySet[Membership]:
+    """The members of the tenants the user sees."""
+    return in_tenants_where(memberships, user)
+
+
+def _visible_quotas(quotas: QuerySet[Quota], user: User) -> QuerySet[Quota]:
+    """The quotas of the tenants the user sees."""
+    return in_tenants_where(quotas, user)
+
+
+def _visible_quota_requests(requests: QuerySet[QuotaRequest], user: User) -> QuerySet[QuotaRequest]:
+    """The tenant's leads, finance and admins."""
+    return in_tenants_where(requests, user, Access.READ_QUOTA_REQUESTS)
+
+
+def _visible_audit_events(events: QuerySet[AuditEvent], user: User) -> QuerySet[AuditEvent]:
+    """Finance and admins: everything; leads: their tenants' events and their own actions;
+    everyone else: their own actions."""
+    if sees_everything(user):
+        return events
+    return events.filter(Q(actor=user) | Q(tenant__in=tenants_led_by(user)))
+
+
+register_scope(Tenant, _visible_tenants)
+register_scope(Membership, _visible_memberships)
+register_scope(Quota, _visible_quotas)
+register_scope(QuotaRequest, _visible_quota_requests)
+register_scope(AuditEvent, _visible_audit_events)

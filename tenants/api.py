@@ -14,15 +14,16 @@ from rest_framework.mixins import ListModelMixin
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.core.errors import NotFound, PermissionDenied
+from portal.core.errors import PermissionDenied
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
+from portal.core.visibility import get_visible_or_404
 from tenants import services
 from tenants.access import Access, tenant_for
 from tenants.filters import TenantFilter
 from tenants.models import MemberRole, Membership, QuotaRequest, Tenant
-from tenants.selectors import quota_lines_for, quota_requests_for, tenants_visible_to
+from tenants.selectors import quota_lines_for, quota_requests_for
 from tenants.serializers import (
     DecisionSerializer,
     MemberInputSerializer,
@@ -49,7 +50,7 @@ class TenantList(ListModelMixin, GenericAPIView[Tenant]):
     filterset_class = TenantFilter
 
     def get_queryset(self) -> QuerySet[Tenant]:
-        return tenants_visible_to(api_user(self.request)).order_by("slug")
+        return Tenant.objects.visible_to(api_user(self.request)).order_by("slug")
 
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset())) or []
@@ -164,9 +165,7 @@ class QuotaRequestDecision(GenericAPIView[QuotaRequest]):
     def post(self, request: Request, slug: str, pk: int) -> Response:
         user = api_user(request)
         tenant = tenant_for(user, slug, Access.ADMIN)
-        quota_request = quota_requests_for(tenant).filter(pk=pk).first()
-        if quota_request is None:
-            raise NotFound(f"There is no quota request {pk} in {slug}.")
+        quota_request = get_visible_or_404(quota_requests_for(tenant), user, pk=pk)
         serializer = DecisionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         decide = (

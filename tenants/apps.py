@@ -8,6 +8,7 @@ class TenantsConfig(AppConfig):
     def ready(self) -> None:
         from portal.accounts import sso
         from portal.core import navigation
+        from tenants import access  # noqa: F401  (registers the visibility scopes)
         from tenants.selectors import has_tenant_access, persona_of
         from tenants.services import memberships_apply_from_provider
 

@@ -7,6 +7,7 @@ from django.db import models
 from portal.accounts.models import MemberRole as MemberRole  # noqa: PLC0414
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.validators import slug_validator
+from portal.core.visibility import VisibleQuerySet
 
 
 class TenantState(models.TextChoices):
@@ -39,6 +40,8 @@ class Tenant(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = VisibleQuerySet.as_manager()
+
     class Meta:
         ordering = ["slug"]
         constraints = [
@@ -67,6 +70,8 @@ class Membership(models.Model):
     role = models.CharField(max_length=16, choices=MemberRole.choices)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = VisibleQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["tenant", "user"], name="membership_unique_per_tenant")
@@ -85,6 +90,8 @@ class Quota(models.Model):
     gpu_eq_num, gpu_eq_den = gpu_eq_columns("gpu_eq")
     gpu_eq = gpu_eq_property("gpu_eq")
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = VisibleQuerySet.as_manager()
 
     class Meta:
         ordering = ["tenant__slug", "gpu_model__name"]
@@ -123,6 +130,8 @@ class QuotaRequest(models.Model):
     decision_comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+
+    objects = VisibleQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -1,4 +1,5 @@
-"""Reads of tenants, narrowed to what a user may see: one access path for pages, API and tasks."""
+"""Reads of tenants beyond visibility (which is `Tenant.objects.visible_to`, tenants.access):
+quotas and what is left of them, members, quota requests."""
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -17,20 +18,6 @@ from tenants.models import (
     Tenant,
     TenantState,
 )
-
-
-def tenants_visible_to(user: User) -> QuerySet[Tenant]:
-    """Every tenant for admins and finance; otherwise the tenants the user is a member of."""
-    if user.sees_all_tenants:
-        return Tenant.objects.all()
-    # A subquery, not a join: annotations over memberships then count every member.
-    return Tenant.objects.filter(pk__in=Membership.objects.filter(user=user).values("tenant"))
-
-
-def tenants_led_by(user: User) -> QuerySet[Tenant]:
-    return Tenant.objects.filter(
-        pk__in=Membership.objects.filter(user=user, role=MemberRole.LEAD).values("tenant")
-    )
 
 
 def memberships_of(user: User) -> QuerySet[Membership]:

@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -17,8 +17,9 @@ from portal.accounts.models import MemberRole
 from portal.core.errors import ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
+from portal.core.visibility import get_visible_or_404
 from tenants import services
-from tenants.access import Access, allows, role_in, tenant_for
+from tenants.access import Access, allows, role_in, tenant_for, tenants_led_by
 from tenants.filters import TenantFilter
 from tenants.forms import (
     DecisionForm,
@@ -37,8 +38,6 @@ from tenants.selectors import (
     quota_lines_for,
     quota_requests_for,
     quota_requests_pending,
-    tenants_led_by,
-    tenants_visible_to,
     tenants_with_members,
 )
 
@@ -75,7 +74,7 @@ def finance(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Finance's start page: every tenant by cost centre."""
     if not request.user.sees_all_tenants:
         raise Http404
-    tenants = tenants_visible_to(request.user).order_by("cost_centre", "slug")
+    tenants = Tenant.objects.visible_to(request.user).order_by("cost_centre", "slug")
     return render(request, "tenants/finance.html", {"tenants": tenants})
 
 
@@ -85,7 +84,7 @@ def manage(request: AuthenticatedHttpRequest) -> HttpResponse:
     _require_admin(request)
     tenants = TenantFilter(
         request.GET,
-        queryset=tenants_with_members(tenants_visible_to(request.user)),
+        queryset=tenants_with_members(Tenant.objects.visible_to(request.user)),
         request=request,
     )
     page = Paginator(tenants.qs.order_by("slug"), TENANTS_PER_PAGE).get_page(
@@ -234,7 +233,7 @@ def quota_request_create(request: AuthenticatedHttpRequest, slug: str) -> HttpRe
 @require_POST
 def quota_request_decide(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
     tenant = tenant_for(request.user, slug, Access.ADMIN)
-    quota_request = get_object_or_404(QuotaRequest, pk=pk, tenant=tenant)
+    quota_request = get_visible_or_404(QuotaRequest, request.user, pk=pk, tenant=tenant)
     form = DecisionForm(request.POST)
     if not form.is_valid():
         raise ValidationFailed("Choose approve or reject.", fields={"decision": ["Required."]})

@@ -17,7 +17,7 @@ from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.selectors import (
     gpu_request_for,
     gpu_request_preview,
-    gpu_requests_visible_to,
+    gpu_requests_for,
 )
 from portal.allocations.serializers import (
     CommentSerializer,
@@ -63,7 +63,7 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
     filterset_class = GpuRequestFilter
 
     def get_queryset(self) -> QuerySet[GpuRequest]:
-        return gpu_requests_visible_to(api_user(self.request))
+        return gpu_requests_for(api_user(self.request))
 
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))

@@ -1,7 +1,10 @@
 from django.conf import settings
 from django.db import models
 
+from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.core.visibility import VisibleQuerySet, register_scope
+from tenants.access import sees_everything, tenants_led_by
 
 
 class RequestState(models.TextChoices):
@@ -63,6 +66,8 @@ class GpuRequest(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = VisibleQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
@@ -73,3 +78,15 @@ class GpuRequest(models.Model):
 
     def __str__(self) -> str:
         return f"request {self.pk}"
+
+
+def _visible_gpu_requests(
+    requests: models.QuerySet[GpuRequest], user: User
+) -> models.QuerySet[GpuRequest]:
+    """Admins and finance: all; leads: their tenants'; everyone: their own."""
+    if sees_everything(user):
+        return requests
+    return requests.filter(models.Q(requester=user) | models.Q(tenant__in=tenants_led_by(user)))
+
+
+register_scope(GpuRequest, _visible_gpu_requests)

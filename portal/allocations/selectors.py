@@ -1,8 +1,11 @@
+"""Reads of GPU requests. Who sees which is `GpuRequest.objects.visible_to` (tenants.access);
+these add what the pages and API show with each request, and the request preview."""
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from portal.accounts.models import User
 from portal.allocations.decisions import (
@@ -14,9 +17,9 @@ from portal.allocations.decisions import (
 from portal.allocations.models import GpuRequest, Purpose
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
-from portal.core.errors import NotFound
-from tenants.access import role_in
-from tenants.models import MemberRole, Membership, Tenant
+from portal.core.visibility import VisibleQuerySet, get_visible_or_404
+from tenants.access import role_in, tenants_led_by
+from tenants.models import MemberRole, Tenant
 
 # How many units of an offering the clusters have free now (None: not read yet). The cluster
 # app sits above this one, so it registers its reader here when it is ready.
@@ -35,32 +38,28 @@ def capacity_free_units(offering: Offering) -> int | None:
     return _capacity_source(offering) if _capacity_source is not None else None
 
 
-def gpu_requests_visible_to(user: User) -> QuerySet[GpuRequest]:
-    """Admins and finance: all; leads: their tenants'; everyone: their own."""
-    requests = GpuRequest.objects.select_related(
+def _requests() -> VisibleQuerySet[GpuRequest]:
+    return GpuRequest.objects.select_related(
         "tenant", "requester", "offering", "gpu_model", "decided_by"
     )
-    if user.sees_all_tenants:
-        return requests
-    led = Membership.objects.filter(user=user, role=MemberRole.LEAD).values("tenant")
-    return requests.filter(Q(requester=user) | Q(tenant__in=led))
+
+
+def gpu_requests_for(user: User) -> QuerySet[GpuRequest]:
+    """The requests `user` may see, with what a list shows of each."""
+    return _requests().visible_to(user)
 
 
 def gpu_request_for(user: User, pk: int) -> GpuRequest:
     """The request `pk` if `user` may see it; NotFound otherwise."""
-    gpu_request = gpu_requests_visible_to(user).filter(pk=pk).first()
-    if gpu_request is None:
-        raise NotFound(f"There is no request {pk}.")
-    return gpu_request
+    return get_visible_or_404(_requests(), user, pk=pk)
 
 
 def approvals_queue_for(user: User) -> QuerySet[GpuRequest]:
     """Pending requests a lead (or admin) may decide, oldest first."""
-    pending = gpu_requests_visible_to(user).filter(state="pending").order_by("created_at", "id")
+    pending = gpu_requests_for(user).filter(state="pending").order_by("created_at", "id")
     if user.is_portal_admin:
         return pending
-    led = Membership.objects.filter(user=user, role=MemberRole.LEAD).values("tenant")
-    return pending.filter(tenant__in=led)
+    return pending.filter(tenant__in=tenants_led_by(user))
 
 
 @dataclass(frozen=True)

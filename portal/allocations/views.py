@@ -19,24 +19,20 @@ from portal.allocations.selectors import (
     approvals_queue_for,
     gpu_request_for,
     gpu_request_preview,
-    gpu_requests_visible_to,
+    gpu_requests_for,
 )
 from portal.catalog.models import Offering
 from portal.core.errors import ApplicationError, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, polled_page
-from tenants.access import Access, tenant_for
+from tenants.access import Access, tenant_for, tenants_led_by, tenants_where
 from tenants.models import Tenant, TenantState
-from tenants.selectors import memberships_of
 
 PER_PAGE = 25
 
 
 def tenants_requestable(request: AuthenticatedHttpRequest) -> QuerySet[Tenant]:
-    active = Tenant.objects.filter(state=TenantState.ACTIVE)
-    if request.user.is_portal_admin:
-        return active
-    return active.filter(pk__in=memberships_of(request.user).values("tenant"))
+    return tenants_where(request.user, Access.REQUEST).filter(state=TenantState.ACTIVE)
 
 
 def offerings_requestable() -> QuerySet[Offering]:
@@ -124,7 +120,7 @@ def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My requests; while any is pending, htmx polls the table, then stops (HTTP 286)."""
-    requests = gpu_requests_visible_to(request.user).filter(requester=request.user)
+    requests = gpu_requests_for(request.user).filter(requester=request.user)
     page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
     waiting = requests.filter(state=RequestState.PENDING).exists()
     context = {"page": page, "waiting": waiting, "extend_form": ExtendForm()}
@@ -162,10 +158,7 @@ def transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpR
 
 def _require_approver(request: AuthenticatedHttpRequest) -> QuerySet[GpuRequest]:
     queue = approvals_queue_for(request.user)
-    if (
-        not request.user.is_portal_admin
-        and not memberships_of(request.user).filter(role="lead").exists()
-    ):
+    if not request.user.is_portal_admin and not tenants_led_by(request.user).exists():
         raise Http404
     return queue
 
@@ -209,7 +202,7 @@ def all_requests(request: AuthenticatedHttpRequest) -> HttpResponse:
     if not request.user.sees_all_tenants:
         raise Http404
     requests = GpuRequestFilter(
-        request.GET, queryset=gpu_requests_visible_to(request.user), request=request
+        request.GET, queryset=gpu_requests_for(request.user), request=request
     )
     page = Paginator(requests.qs, PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "allocations/all.html", {"page": page, "filters": requests.form})

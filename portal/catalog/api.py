@@ -15,7 +15,6 @@ from portal.accounts.models import User
 from portal.catalog import services
 from portal.catalog.filters import NotebookImageFilter, OfferingFilter
 from portal.catalog.models import GpuModel, NotebookImage, Offering
-from portal.catalog.selectors import notebook_images_visible_to
 from portal.catalog.serializers import (
     GpuModelSerializer,
     NotebookImageSerializer,
@@ -24,6 +23,7 @@ from portal.catalog.serializers import (
 from portal.core.errors import NotFound, PermissionDenied
 from portal.core.filters import FilterBackend
 from portal.core.idempotency import idempotent_post
+from portal.core.visibility import get_visible_or_404
 
 
 def _admin(request: Request) -> User:
@@ -126,7 +126,7 @@ class NotebookImageList(_CatalogList[NotebookImage]):
 
     def get_queryset(self) -> QuerySet[NotebookImage]:
         user: User = self.request.user  # type: ignore[assignment]
-        return notebook_images_visible_to(user)
+        return NotebookImage.objects.visible_to(user)
 
 
 class NotebookImageDetail(GenericAPIView[NotebookImage]):
@@ -138,10 +138,7 @@ class NotebookImageDetail(GenericAPIView[NotebookImage]):
 
     def get_object(self) -> NotebookImage:
         user: User = self.request.user  # type: ignore[assignment]
-        image = notebook_images_visible_to(user).filter(slug=self.kwargs["slug"]).first()
-        if image is None:
-            raise NotFound(f"There is no notebook image {self.kwargs['slug']!r}.")
-        return image
+        return get_visible_or_404(NotebookImage, user, slug=self.kwargs["slug"])
 
     def get(self, request: Request, slug: str) -> Response:
         return Response(self.get_serializer(self.get_object()).data)

@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
+from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.catalog.validators import (
     validate_annotations,
@@ -12,6 +13,7 @@ from portal.catalog.validators import (
     validate_resources,
 )
 from portal.core.validators import slug_validator
+from portal.core.visibility import VisibleQuerySet, register_scope
 
 
 class GpuModel(models.Model):
@@ -128,7 +130,7 @@ class NotebookImage(models.Model):
     """A Jupyter image admins offer for notebooks, and the GPU vendors it suits.
 
     Written through the catalog services; everyone but admins sees only the enabled images
-    (`notebook_images_visible_to`). A notebook's container runs `start-notebook.py` with
+    (`NotebookImage.objects.visible_to`). A notebook's container runs `start-notebook.py` with
     `JUPYTER_TOKEN`, as the Jupyter Docker Stacks images do, so an image must start that way.
     `vendors` is matched case-insensitively against GpuModel.vendor ("NVIDIA", "AMD"); an
     empty list suits every vendor.
@@ -146,6 +148,8 @@ class NotebookImage(models.Model):
     )
     enabled = models.BooleanField(default=True)
 
+    objects = VisibleQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
@@ -154,3 +158,13 @@ class NotebookImage(models.Model):
 
     def suits(self, vendor: str) -> bool:
         return not self.vendors or vendor.lower() in {item.lower() for item in self.vendors}
+
+
+def _visible_notebook_images(
+    images: models.QuerySet[NotebookImage], user: User
+) -> models.QuerySet[NotebookImage]:
+    """Admins: every notebook image; everyone else: the enabled ones, which they may launch."""
+    return images if user.is_portal_admin else images.filter(enabled=True)
+
+
+register_scope(NotebookImage, _visible_notebook_images)

@@ -17,7 +17,7 @@ from portal.cluster.selectors import (
     cluster_for,
     clusters_for_admin,
     provisioning_run_for,
-    provisioning_runs_visible_to,
+    provisioning_runs_for,
 )
 from portal.cluster.serializers import (
     CapacitySerializer,
@@ -41,7 +41,7 @@ class ProvisioningRunList(ListModelMixin, GenericAPIView[ProvisioningRun]):
     filterset_class = ProvisioningRunFilter
 
     def get_queryset(self) -> QuerySet[ProvisioningRun]:
-        return provisioning_runs_visible_to(api_user(self.request))
+        return provisioning_runs_for(api_user(self.request))
 
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))

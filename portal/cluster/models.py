@@ -5,8 +5,11 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from portal.accounts.models import User
 from portal.catalog.validators import validate_label_key, validate_label_value
 from portal.core.validators import slug_validator
+from portal.core.visibility import VisibleQuerySet, register_scope
+from tenants.access import in_tenants_where
 
 MANAGED_BY = "gpu-portal"
 
@@ -176,6 +179,8 @@ class ProvisioningRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    objects = VisibleQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
@@ -214,6 +219,8 @@ class ProvisioningResult(models.Model):
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     message = models.TextField(blank=True)
     drift = models.JSONField(default=list, blank=True)
+
+    objects = VisibleQuerySet.as_manager()
 
     class Meta:
         ordering = ["run", "position"]
@@ -272,3 +279,21 @@ class OfferingCapacity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster}/{self.pool} {self.offering}: {self.free}/{self.total}"
+
+
+def _visible_runs(
+    runs: models.QuerySet[ProvisioningRun], user: User
+) -> models.QuerySet[ProvisioningRun]:
+    """Runs of the tenants the user sees."""
+    return in_tenants_where(runs, user)
+
+
+def _visible_results(
+    results: models.QuerySet[ProvisioningResult], user: User
+) -> models.QuerySet[ProvisioningResult]:
+    """Results of the runs the user sees."""
+    return in_tenants_where(results, user, path="run__tenant")
+
+
+register_scope(ProvisioningRun, _visible_runs)
+register_scope(ProvisioningResult, _visible_results)

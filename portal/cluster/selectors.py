@@ -23,9 +23,9 @@ from portal.cluster.models import (
 )
 from portal.core.errors import NotFound
 from portal.core.filters import filter_or_raise
-from tenants.access import Access, tenant_for
+from portal.core.visibility import VisibleQuerySet, get_visible_or_404
+from tenants.access import Access, tenant_for, tenants_of
 from tenants.models import MemberRole, Membership, Tenant, TenantState
-from tenants.selectors import tenants_visible_to
 
 
 @dataclass(frozen=True)
@@ -97,26 +97,19 @@ def bundle_input(*, cluster: Cluster, tenant: Tenant) -> BundleInput:
     return bundle_inputs(cluster=cluster, tenants=[tenant])[tenant.pk]
 
 
-def _runs() -> QuerySet[ProvisioningRun]:
+def _runs() -> VisibleQuerySet[ProvisioningRun]:
     return ProvisioningRun.objects.select_related("cluster", "tenant", "requested_by")
 
 
-def provisioning_runs_visible_to(user: User) -> QuerySet[ProvisioningRun]:
-    """Runs of the tenants the user sees."""
-    return _runs().filter(tenant__in=tenants_visible_to(user))
+def provisioning_runs_for(user: User) -> QuerySet[ProvisioningRun]:
+    """Runs of the tenants the user sees (`ProvisioningRun.objects.visible_to`)."""
+    return _runs().visible_to(user)
 
 
 def provisioning_run_for(user: User, pk: int) -> ProvisioningRun:
     """One run with its results, if the user sees its tenant; otherwise NotFound."""
-    run = (
-        provisioning_runs_visible_to(user)
-        .prefetch_related(Prefetch("results", queryset=ProvisioningResult.objects.all()))
-        .filter(pk=pk)
-        .first()
-    )
-    if run is None:
-        raise NotFound(f"There is no provisioning run {pk}.")
-    return run
+    runs = _runs().prefetch_related(Prefetch("results", queryset=ProvisioningResult.objects.all()))
+    return get_visible_or_404(runs, user, pk=pk)
 
 
 def recent_runs(tenant: Tenant, *, limit: int = 5) -> list[ProvisioningRun]:
@@ -249,7 +242,7 @@ def clusters_for_admin(user: User) -> QuerySet[Cluster]:
 
 def capacities_for(user: User) -> QuerySet[OfferingCapacity]:
     """Capacity for those who may request GPUs (members of a tenant, admins); NotFound else."""
-    if not (user.is_portal_admin or Membership.objects.filter(user=user).exists()):
+    if not (user.is_portal_admin or tenants_of(user).exists()):
         raise NotFound("There is no such page.")
     return offering_capacities()
 

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from portal.core.errors import PermissionDenied
 from portal.core.filters import AuditEventFilter, FilterBackend
 from portal.core.models import AuditEvent
-from portal.core.selectors import audit_events_visible_to
+from portal.core.selectors import audit_events_for
 
 CSV_LIMIT = 100_000
 CSV_COLUMNS = (
@@ -54,7 +54,7 @@ class AuditEventList(ListAPIView[AuditEvent]):
     filterset_class = AuditEventFilter
 
     def get_queryset(self) -> QuerySet[AuditEvent]:
-        return audit_events_visible_to(self.request.user)  # type: ignore[arg-type]
+        return audit_events_for(self.request.user)  # type: ignore[arg-type]
 
     @extend_schema(parameters=[FORMAT])
     def get(self, request: Request, *args: object, **kwargs: object) -> Response | HttpResponse:  # type: ignore[override]

@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import models
 
+from portal.core.visibility import VisibleQuerySet
+
 
 class WorkerHeartbeat(models.Model):
     """When a Celery worker last ran the periodic heartbeat: shows that beat and workers live."""
@@ -36,6 +38,8 @@ class AuditEvent(models.Model):
     request_id = models.CharField(max_length=64, blank=True)
     source_ip = models.GenericIPAddressField(null=True, blank=True)
     user_agent = models.CharField(max_length=300, blank=True)
+
+    objects = VisibleQuerySet.as_manager()
 
     class Meta:
         ordering = ["-at", "-id"]

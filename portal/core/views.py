@@ -13,7 +13,7 @@ from portal.core.http import AuthenticatedHttpRequest
 from portal.core.metrics import metrics_allowed
 from portal.core.navigation import start_url_for
 from portal.core.pages import error_page
-from portal.core.selectors import audit_events_visible_to
+from portal.core.selectors import audit_events_for
 
 AUDIT_PER_PAGE = 50
 
@@ -82,7 +82,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
 def audit_log(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The audit log each persona may see, filtered and paginated on the server."""
     events = AuditEventFilter(
-        request.GET or None, queryset=audit_events_visible_to(request.user), request=request
+        request.GET or None, queryset=audit_events_for(request.user), request=request
     )
     page = Paginator(events.qs, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     context = {"form": events.form, "page": page}

@@ -7,6 +7,9 @@ once that commits, so a Keycloak outage delays it but never loses it.
 from django.conf import settings
 from django.db import models
 
+from portal.accounts.models import User
+from portal.core.visibility import VisibleQuerySet, register_scope
+
 
 class ChangeKind(models.TextChoices):
     TENANT = "tenant", "make sure the tenant's groups exist"
@@ -43,6 +46,8 @@ class DirectoryChange(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+
+    objects = VisibleQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
@@ -89,3 +94,13 @@ class DirectoryReport(models.Model):
 
     def __str__(self) -> str:
         return f"directory reconcile {self.pk} ({'ok' if self.ok else 'failed'})"
+
+
+def _visible_directory_changes(
+    changes: models.QuerySet[DirectoryChange], user: User
+) -> models.QuerySet[DirectoryChange]:
+    """Admins only: the directory sync is theirs."""
+    return changes if user.is_portal_admin else changes.none()
+
+
+register_scope(DirectoryChange, _visible_directory_changes)

@@ -7,6 +7,7 @@ from django.db.models import Count, Q, QuerySet
 
 from portal.accounts.models import User
 from portal.core.errors import NotFound
+from portal.core.visibility import get_visible_or_404
 from portal.directory.models import ChangeState, DirectoryChange, DirectoryReport
 
 
@@ -21,17 +22,16 @@ def directory_changes_for(
     """Changes, optionally only those in `states`: newest first, or in the order they are
     sent (`queue_order`, so the change holding the queue comes first)."""
     _require_admin(user)
-    changes = DirectoryChange.objects.select_related("actor").order_by(
-        "id" if queue_order else "-id"
+    changes = (
+        DirectoryChange.objects.select_related("actor")
+        .visible_to(user)
+        .order_by("id" if queue_order else "-id")
     )
     return changes.filter(state__in=states) if states else changes
 
 
 def directory_change_for(user: User, pk: int) -> DirectoryChange:
-    change = directory_changes_for(user).filter(pk=pk).first()
-    if change is None:
-        raise NotFound(f"There is no directory change {pk}.")
-    return change
+    return get_visible_or_404(DirectoryChange.objects.select_related("actor"), user, pk=pk)
 
 
 def directory_reports_for(user: User) -> QuerySet[DirectoryReport]:

@@ -18,7 +18,7 @@ from portal.core.idempotency import idempotent_post
 from portal.workloads import services
 from portal.workloads.filters import NotebookFilter
 from portal.workloads.models import Notebook
-from portal.workloads.selectors import notebook_for, notebooks_visible_to
+from portal.workloads.selectors import notebook_for, notebooks_for
 from portal.workloads.serializers import (
     NotebookDetailSerializer,
     NotebookLaunchSerializer,
@@ -35,7 +35,7 @@ class NotebookList(ListModelMixin, GenericAPIView[Notebook]):
     filterset_class = NotebookFilter
 
     def get_queryset(self) -> QuerySet[Notebook]:
-        return notebooks_visible_to(api_user(self.request))
+        return notebooks_for(api_user(self.request))
 
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))

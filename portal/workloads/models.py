@@ -2,7 +2,10 @@ from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from portal.accounts.models import User
 from portal.core.validators import slug_validator
+from portal.core.visibility import VisibleQuerySet, register_scope
+from tenants.access import tenants_led_by, tenants_of
 
 
 class Desired(models.TextChoices):
@@ -78,6 +81,8 @@ class Notebook(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = VisibleQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
@@ -104,3 +109,17 @@ class Notebook(models.Model):
     @property
     def moving(self) -> bool:
         return self.state in MOVING_STATES
+
+
+def _visible_notebooks(
+    notebooks: models.QuerySet[Notebook], user: User
+) -> models.QuerySet[Notebook]:
+    """Admins: every notebook. Others: their own in tenants they are still members of, and
+    their led tenants' notebooks. Whoever sees a notebook may stop, start and delete it."""
+    if user.is_portal_admin:
+        return notebooks
+    own = models.Q(owner=user, tenant__in=tenants_of(user))
+    return notebooks.filter(own | models.Q(tenant__in=tenants_led_by(user)))
+
+
+register_scope(Notebook, _visible_notebooks)

@@ -1,61 +1,56 @@
 """Reads of notebooks, narrowed to who may see them: one path for pages, API and tasks.
 
-A notebook is visible to its owner, to the leads of its tenant and to admins; everyone else
-gets NotFound (404), as if it did not exist. Whoever sees a notebook may stop, start and
-delete it (DOMAIN.md: own notebooks; leads their tenant's; admins any).
+A notebook is visible to its owner, to the leads of its tenant and to admins
+(`Notebook.objects.visible_to`); everyone else gets NotFound (404), as if it did not exist.
+Whoever sees a notebook may stop, start and delete it (DOMAIN.md: own notebooks; leads their
+tenant's; admins any).
 """
 
 from collections.abc import Iterable
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.catalog.models import GpuPool, NotebookImage, Offering
 from portal.cluster.models import Cluster, ProvisioningRun
-from portal.core.errors import NotFound, ValidationFailed
+from portal.core.errors import ValidationFailed
+from portal.core.visibility import VisibleQuerySet, get_visible_or_404
 from portal.workloads.manifests import NotebookSpec, notebook_host
 from portal.workloads.models import Desired, Notebook, NotebookState
-from tenants.models import Tenant, TenantState
-from tenants.selectors import tenants_led_by
+from tenants.access import tenants_of
+from tenants.models import TenantState
 
 
-def _notebooks() -> QuerySet[Notebook]:
+def _notebooks() -> VisibleQuerySet[Notebook]:
     return Notebook.objects.select_related(
         "tenant", "owner", "cluster", "allocation__offering__gpu_model", "image"
     )
 
 
-def _member_tenants(user: User) -> QuerySet[Tenant]:
-    return Tenant.objects.filter(memberships__user=user)
-
-
-def notebooks_visible_to(user: User) -> QuerySet[Notebook]:
-    """Admins: every notebook. Others: their own in tenants they are still members of, and
-    their led tenants' notebooks."""
-    if user.is_portal_admin:
-        return _notebooks()
-    own = Q(owner=user, tenant__in=_member_tenants(user))
-    return _notebooks().filter(own | Q(tenant__in=tenants_led_by(user)))
+def notebooks_for(user: User) -> QuerySet[Notebook]:
+    """The notebooks `user` may see (`Notebook.objects.visible_to`), with what a list shows."""
+    return _notebooks().visible_to(user)
 
 
 def notebook_for(user: User, pk: int) -> Notebook:
-    notebook = notebooks_visible_to(user).filter(pk=pk).first()
-    if notebook is None:
-        raise NotFound(f"There is no notebook {pk}.")
-    return notebook
+    return get_visible_or_404(_notebooks(), user, pk=pk)
+
+
+def _own_allocations(user: User) -> VisibleQuerySet[GpuRequest]:
+    """The user's own requests, in tenants they are (still) a member of; admins' anywhere."""
+    mine = GpuRequest.objects.filter(requester=user)
+    return mine if user.is_portal_admin else mine.filter(tenant__in=tenants_of(user))
 
 
 def launchable_allocations(user: User) -> QuerySet[GpuRequest]:
     """The user's own allocations a notebook may start on: approved or active (or pending: it
     starts once approved), in active tenants, without a notebook yet."""
     taken = Notebook.objects.exclude(state=NotebookState.DELETED).values("allocation")
-    mine = GpuRequest.objects.all()
-    if not user.is_portal_admin:
-        mine = mine.filter(tenant__in=_member_tenants(user))
     return (
-        mine.filter(
-            requester=user,
+        _own_allocations(user)
+        .visible_to(user)
+        .filter(
             state__in=(*HOLDING_STATES, RequestState.PENDING),
             tenant__state=TenantState.ACTIVE,
         )
@@ -68,15 +63,10 @@ def launchable_allocations(user: User) -> QuerySet[GpuRequest]:
 def allocation_for_launch(user: User, pk: int) -> GpuRequest:
     """One of the user's own requests, in a tenant they are a member of; another user's or
     tenant's is NotFound (404)."""
-    allocations = GpuRequest.objects.filter(requester=user, pk=pk)
-    if not user.is_portal_admin:
-        allocations = allocations.filter(tenant__in=_member_tenants(user))
-    allocation = allocations.select_related(
+    allocations = _own_allocations(user).select_related(
         "tenant", "offering__gpu_model", "offering__backend"
-    ).first()
-    if allocation is None:
-        raise NotFound(f"There is no allocation {pk}.")
-    return allocation
+    )
+    return get_visible_or_404(allocations, user, pk=pk)
 
 
 def images_for_launch() -> QuerySet[NotebookImage]:

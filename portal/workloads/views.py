@@ -32,7 +32,7 @@ from portal.workloads.selectors import (
     launchable_allocations,
     notebook_for,
     notebook_runs,
-    notebooks_visible_to,
+    notebooks_for,
 )
 
 PER_PAGE = 25
@@ -41,9 +41,7 @@ PER_PAGE = 25
 @login_required
 def notebooks(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My notebooks (and, for leads and admins, their tenants'); polls while any is moving."""
-    filters = NotebookFilter(
-        request.GET, queryset=notebooks_visible_to(request.user), request=request
-    )
+    filters = NotebookFilter(request.GET, queryset=notebooks_for(request.user), request=request)
     visible = filters.qs
     if not filters.form.cleaned_data.get("state"):  # the page hides deleted ones unless asked
         visible = visible.exclude(state=NotebookState.DELETED)

@@ -366,14 +366,13 @@ def test_a_failed_stop_can_be_tried_again(live_cluster, kube_api, gpu_tenant, de
 def test_a_member_removed_from_the_tenant_no_longer_sees_or_launches(
     live_cluster, gpu_tenant, developer, admin_user, catalog
 ):
-    from portal.workloads.selectors import notebooks_visible_to  # noqa: PLC0415
     from tenants.services import membership_remove  # noqa: PLC0415
 
     allocation = allocation_of(developer, gpu_tenant, catalog["a100-80gb-whole"])
     notebook = launch(developer, allocation)
     spare = allocation_of(developer, gpu_tenant, catalog["a100-80gb-mig-1g-10gb"])
     membership_remove(actor=admin_user, tenant=gpu_tenant, username=developer.username)
-    assert not notebooks_visible_to(developer).filter(pk=notebook.pk).exists()
+    assert not Notebook.objects.visible_to(developer).filter(pk=notebook.pk).exists()
     with pytest.raises(NotFound):
         launch(developer, spare)
 
