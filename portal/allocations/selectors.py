@@ -17,25 +17,16 @@ from portal.allocations.decisions import (
 from portal.allocations.models import GpuRequest, Purpose
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
+from portal.core.registry import Slot
 from portal.core.visibility import VisibleQuerySet, get_visible_or_404
 from tenants.access import role_in, tenants_led_by
 from tenants.models import MemberRole, Tenant
 
 # How many units of an offering the clusters have free now (None: not read yet). The cluster
-# app sits above this one, so it registers its reader here when it is ready.
-CapacitySource = Callable[[Offering], int | None]
-_capacity_source: CapacitySource | None = None
-
-
-def register_capacity_source(source: CapacitySource) -> None:
-    """Give the request preview the free capacity of an offering (the cluster app calls this)."""
-    global _capacity_source  # noqa: PLW0603  (one registration, at start-up)
-    _capacity_source = source
-
-
-def capacity_free_units(offering: Offering) -> int | None:
-    """Free units of `offering` over every cluster, or None when unknown."""
-    return _capacity_source(offering) if _capacity_source is not None else None
+# app sits above this one, so it fills this slot with its reader when it is ready.
+capacity_source: Slot[Callable[[Offering], int | None]] = Slot(
+    "free capacity reader", filled_by="the cluster app"
+)
 
 
 def _requests() -> VisibleQuerySet[GpuRequest]:
@@ -134,7 +125,7 @@ def gpu_request_preview(
         auto_approve_gpu_eq=tenant.auto_approve_gpu_eq,
         auto_approve_hours=tenant.auto_approve_hours,
         max_duration_hours=tenant.max_duration_hours,
-        free_units=capacity_free_units(offering),
+        free_units=capacity_source.get()(offering),
         can_ask_quota=role_in(user, tenant) == MemberRole.LEAD,
         message=_preview_message(path, tenant, offering, check.describe() if check else ""),
     )

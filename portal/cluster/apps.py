@@ -7,7 +7,7 @@ class ClusterConfig(AppConfig):
     verbose_name = "Kubernetes clusters and provisioning"
 
     def ready(self) -> None:
-        from portal.allocations.selectors import register_capacity_source
+        from portal.allocations.selectors import capacity_source
         from portal.cluster.receivers import provisioning_follows_tenant, provisioning_section
         from portal.cluster.selectors import capacity_free_units
         from portal.core.navigation import nav_register
@@ -20,6 +20,6 @@ class ClusterConfig(AppConfig):
             TenantSection("cluster/tenant_runs.html#provisioning", provisioning_section),
         )
         # The request preview (allocations, below this app) shows free capacity from here.
-        register_capacity_source(capacity_free_units)
+        capacity_source.register(capacity_free_units)
         nav_register("Clusters", "cluster:clusters", {"admin"}, position=100)
         nav_register("Capacity", "cluster:capacity", {"developer", "lead"}, position=120)
