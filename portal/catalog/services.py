@@ -7,14 +7,13 @@ one transaction and records an audit event. Errors name the offending fields.
 from fractions import Fraction
 from typing import Any
 
-from django.db import IntegrityError, models, transaction
+from django.db import models, transaction
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import GpuEqError, gpu_eq_parse
 from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering, SharingBackend
-from portal.core.audit import audit_record, changes_between, snapshot
-from portal.core.errors import Conflict, ValidationFailed
-from portal.core.validators import model_problems
+from portal.core.errors import ValidationFailed
+from portal.core.services import instance_update
 
 
 def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | None, str | None]:
@@ -31,60 +30,83 @@ def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | Non
     return amount, None
 
 
+GPU_MODEL_FIELDS = (
+    "slug", "name", "vendor", "memory_mib", "node_label_key", "node_label_value", "enabled",
+)  # fmt: skip
+SHARING_BACKEND_FIELDS = ("slug", "name", "description", "memory_isolation")
+OFFERING_FIELDS = (
+    "slug", "name", "gpu_model", "backend", "size", "whole", "resources", "annotations",
+    "gpu_eq", "max_units_per_workload", "enabled",
+)  # fmt: skip
+GPU_POOL_FIELDS = ("cluster", "name", "gpu_model", "backend", "node_count", "gpus_per_node")
+NOTEBOOK_IMAGE_FIELDS = ("slug", "name", "image", "description", "vendors", "enabled")
+
+
 def _save[M: models.Model](
-    *, actor: User | None, instance: M, fields: dict[str, Any], action: str
+    *,
+    actor: User | None,
+    instance: M,
+    fields: dict[str, Any],
+    allowed: tuple[str, ...],
+    action: str,
 ) -> M:
-    """Apply `fields` to `instance`, validate everything, save, audit."""
-    field_names = [name for name in fields if name != "gpu_eq"]
-    before = snapshot(instance, fields) if instance.pk else {}
+    """Apply `fields` to `instance`, validate everything, save, audit (instance_update).
+
+    An offering's `gpu_eq` is parsed here, against its `whole` after the change: a bad one is
+    named together with the model's own problems, and the stored value is kept."""
     problems: dict[str, list[str]] = {}
-    for name, value in fields.items():
-        if name == "gpu_eq":
-            continue
-        setattr(instance, name, value)
     if isinstance(instance, Offering) and "gpu_eq" in fields:
-        amount, problem = _offering_gpu_eq_problem(fields["gpu_eq"], whole=instance.whole)
+        amount, problem = _offering_gpu_eq_problem(
+            fields["gpu_eq"], whole=fields.get("whole", instance.whole)
+        )
+        fields = {name: value for name, value in fields.items() if name != "gpu_eq"}
         if problem:
             problems["gpu_eq"] = [problem]
         if amount is not None:
-            instance.gpu_eq = amount
-    for name, messages in model_problems(instance, validate_constraints=False).items():
-        problems.setdefault(name, []).extend(messages)
-    if problems:
-        raise ValidationFailed.of(str(instance._meta.verbose_name), problems)
-    try:
-        with transaction.atomic():
-            instance.save()
-    except IntegrityError:
-        raise Conflict(
-            f"A {instance._meta.verbose_name} with these names exists already."
-        ) from None
-    audit_record(
+            fields["gpu_eq"] = amount
+    instance_update(
         actor=actor,
+        instance=instance,
+        changes=fields,
+        allowed=allowed,
         action=action,
-        target=instance,
-        changes=changes_between(
-            before,
-            snapshot(instance, fields),
-            [*field_names, *(["gpu_eq"] if "gpu_eq" in fields else [])],
-        ),
+        problems=problems,
+        full_clean={"validate_constraints": False},
     )
     return instance
 
 
 @transaction.atomic
 def gpu_model_create(*, actor: User | None, **fields: Any) -> GpuModel:
-    return _save(actor=actor, instance=GpuModel(), fields=fields, action="gpu_model.create")
+    return _save(
+        actor=actor,
+        instance=GpuModel(),
+        fields=fields,
+        allowed=GPU_MODEL_FIELDS,
+        action="gpu_model.create",
+    )
 
 
 @transaction.atomic
 def gpu_model_update(*, actor: User | None, gpu_model: GpuModel, **fields: Any) -> GpuModel:
-    return _save(actor=actor, instance=gpu_model, fields=fields, action="gpu_model.update")
+    return _save(
+        actor=actor,
+        instance=gpu_model,
+        fields=fields,
+        allowed=GPU_MODEL_FIELDS,
+        action="gpu_model.update",
+    )
 
 
 @transaction.atomic
 def sharing_backend_create(*, actor: User | None, **fields: Any) -> SharingBackend:
-    return _save(actor=actor, instance=SharingBackend(), fields=fields, action="backend.create")
+    return _save(
+        actor=actor,
+        instance=SharingBackend(),
+        fields=fields,
+        allowed=SHARING_BACKEND_FIELDS,
+        action="backend.create",
+    )
 
 
 @transaction.atomic
@@ -92,17 +114,35 @@ def offering_create(*, actor: User | None, **fields: Any) -> Offering:
     """Create an offering. `gpu_eq` is per unit: in (0, 1] unless `whole`."""
     if "gpu_eq" not in fields:
         raise ValidationFailed("gpu_eq: required.", fields={"gpu_eq": ["Required."]})
-    return _save(actor=actor, instance=Offering(), fields=fields, action="offering.create")
+    return _save(
+        actor=actor,
+        instance=Offering(),
+        fields=fields,
+        allowed=OFFERING_FIELDS,
+        action="offering.create",
+    )
 
 
 @transaction.atomic
 def offering_update(*, actor: User | None, offering: Offering, **fields: Any) -> Offering:
-    return _save(actor=actor, instance=offering, fields=fields, action="offering.update")
+    return _save(
+        actor=actor,
+        instance=offering,
+        fields=fields,
+        allowed=OFFERING_FIELDS,
+        action="offering.update",
+    )
 
 
 @transaction.atomic
 def gpu_pool_create(*, actor: User | None, **fields: Any) -> GpuPool:
-    return _save(actor=actor, instance=GpuPool(), fields=fields, action="gpu_pool.create")
+    return _save(
+        actor=actor,
+        instance=GpuPool(),
+        fields=fields,
+        allowed=GPU_POOL_FIELDS,
+        action="gpu_pool.create",
+    )
 
 
 def _vendor_list(value: Any) -> Any:
@@ -143,6 +183,7 @@ def notebook_image_create(*, actor: User | None, **fields: Any) -> NotebookImage
         actor=actor,
         instance=NotebookImage(),
         fields=_image_fields(fields),
+        allowed=NOTEBOOK_IMAGE_FIELDS,
         action="notebook_image.create",
     )
 
@@ -159,5 +200,6 @@ def notebook_image_update(
         actor=actor,
         instance=notebook_image,
         fields=_image_fields(fields),
+        allowed=NOTEBOOK_IMAGE_FIELDS,
         action="notebook_image.update",
     )
