@@ -30,25 +30,23 @@ def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | Non
     return amount, None
 
 
-GPU_MODEL_FIELDS = (
-    "slug", "name", "vendor", "memory_mib", "node_label_key", "node_label_value", "enabled",
-)  # fmt: skip
-SHARING_BACKEND_FIELDS = ("slug", "name", "description", "memory_isolation")
-OFFERING_FIELDS = (
-    "slug", "name", "gpu_model", "backend", "size", "whole", "resources", "annotations",
-    "gpu_eq", "max_units_per_workload", "enabled",
-)  # fmt: skip
-GPU_POOL_FIELDS = ("cluster", "name", "gpu_model", "backend", "node_count", "gpus_per_node")
-NOTEBOOK_IMAGE_FIELDS = ("slug", "name", "image", "description", "vendors", "enabled")
+# What a create or an update may set, per kind of catalog object.
+FIELDS: dict[type[models.Model], tuple[str, ...]] = {
+    GpuModel: (
+        "slug", "name", "vendor", "memory_mib", "node_label_key", "node_label_value", "enabled",
+    ),
+    SharingBackend: ("slug", "name", "description", "memory_isolation"),
+    Offering: (
+        "slug", "name", "gpu_model", "backend", "size", "whole", "resources", "annotations",
+        "gpu_eq", "max_units_per_workload", "enabled",
+    ),
+    GpuPool: ("cluster", "name", "gpu_model", "backend", "node_count", "gpus_per_node"),
+    NotebookImage: ("slug", "name", "image", "description", "vendors", "enabled"),
+}  # fmt: skip
 
 
 def _save[M: models.Model](
-    *,
-    actor: User | None,
-    instance: M,
-    fields: dict[str, Any],
-    allowed: tuple[str, ...],
-    action: str,
+    *, actor: User | None, instance: M, fields: dict[str, Any], action: str
 ) -> M:
     """Apply `fields` to `instance`, validate everything, save, audit (instance_update).
 
@@ -68,7 +66,7 @@ def _save[M: models.Model](
         actor=actor,
         instance=instance,
         changes=fields,
-        allowed=allowed,
+        allowed=FIELDS[type(instance)],
         action=action,
         problems=problems,
         full_clean={"validate_constraints": False},
@@ -78,35 +76,17 @@ def _save[M: models.Model](
 
 @transaction.atomic
 def gpu_model_create(*, actor: User | None, **fields: Any) -> GpuModel:
-    return _save(
-        actor=actor,
-        instance=GpuModel(),
-        fields=fields,
-        allowed=GPU_MODEL_FIELDS,
-        action="gpu_model.create",
-    )
+    return _save(actor=actor, instance=GpuModel(), fields=fields, action="gpu_model.create")
 
 
 @transaction.atomic
 def gpu_model_update(*, actor: User | None, gpu_model: GpuModel, **fields: Any) -> GpuModel:
-    return _save(
-        actor=actor,
-        instance=gpu_model,
-        fields=fields,
-        allowed=GPU_MODEL_FIELDS,
-        action="gpu_model.update",
-    )
+    return _save(actor=actor, instance=gpu_model, fields=fields, action="gpu_model.update")
 
 
 @transaction.atomic
 def sharing_backend_create(*, actor: User | None, **fields: Any) -> SharingBackend:
-    return _save(
-        actor=actor,
-        instance=SharingBackend(),
-        fields=fields,
-        allowed=SHARING_BACKEND_FIELDS,
-        action="backend.create",
-    )
+    return _save(actor=actor, instance=SharingBackend(), fields=fields, action="backend.create")
 
 
 @transaction.atomic
@@ -114,35 +94,17 @@ def offering_create(*, actor: User | None, **fields: Any) -> Offering:
     """Create an offering. `gpu_eq` is per unit: in (0, 1] unless `whole`."""
     if "gpu_eq" not in fields:
         raise ValidationFailed("gpu_eq: required.", fields={"gpu_eq": ["Required."]})
-    return _save(
-        actor=actor,
-        instance=Offering(),
-        fields=fields,
-        allowed=OFFERING_FIELDS,
-        action="offering.create",
-    )
+    return _save(actor=actor, instance=Offering(), fields=fields, action="offering.create")
 
 
 @transaction.atomic
 def offering_update(*, actor: User | None, offering: Offering, **fields: Any) -> Offering:
-    return _save(
-        actor=actor,
-        instance=offering,
-        fields=fields,
-        allowed=OFFERING_FIELDS,
-        action="offering.update",
-    )
+    return _save(actor=actor, instance=offering, fields=fields, action="offering.update")
 
 
 @transaction.atomic
 def gpu_pool_create(*, actor: User | None, **fields: Any) -> GpuPool:
-    return _save(
-        actor=actor,
-        instance=GpuPool(),
-        fields=fields,
-        allowed=GPU_POOL_FIELDS,
-        action="gpu_pool.create",
-    )
+    return _save(actor=actor, instance=GpuPool(), fields=fields, action="gpu_pool.create")
 
 
 def _vendor_list(value: Any) -> Any:
@@ -183,7 +145,6 @@ def notebook_image_create(*, actor: User | None, **fields: Any) -> NotebookImage
         actor=actor,
         instance=NotebookImage(),
         fields=_image_fields(fields),
-        allowed=NOTEBOOK_IMAGE_FIELDS,
         action="notebook_image.create",
     )
 
@@ -200,6 +161,5 @@ def notebook_image_update(
         actor=actor,
         instance=notebook_image,
         fields=_image_fields(fields),
-        allowed=NOTEBOOK_IMAGE_FIELDS,
         action="notebook_image.update",
     )
