@@ -136,6 +136,7 @@ def catalog_form(
     service call, then back to the overview."""
     _require_admin(request)
     spec = KINDS[kind]
+    # Even an empty POST is bound, so it is refused visibly.
     posted = request.POST if request.method == "POST" else None
     if slug is None:
         form = spec.form(posted)
