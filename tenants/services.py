@@ -14,6 +14,7 @@ from portal.catalog.gpu_eq import GpuEqError, GpuEqInput, gpu_eq_parse
 from portal.catalog.models import GpuModel
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
+from portal.core.services import instance_update
 from portal.core.validators import model_problems
 from tenants import signals
 from tenants.models import Membership, Quota, QuotaRequest, QuotaRequestState, Tenant, TenantState
@@ -47,19 +48,33 @@ def _gpu_eq_field(field: str, value: GpuEqInput, *, positive: bool = False) -> F
 
 
 def _apply(tenant: Tenant, fields: dict[str, Any]) -> None:
-    for field, value in fields.items():
-        parsed = _gpu_eq_field(field, value) if field == "auto_approve_gpu_eq" else value
-        setattr(tenant, field, parsed)
+    for field, value in _parsed(fields).items():
+        setattr(tenant, field, value)
 
 
-def _full_clean(instance: Tenant, what: str) -> None:
-    problems = model_problems(instance, validate_unique=False, validate_constraints=False)
-    if problems:
-        raise ValidationFailed.of(what, problems)
+def _parsed(fields: dict[str, Any]) -> dict[str, Any]:
+    if "auto_approve_gpu_eq" in fields:
+        amount = _gpu_eq_field("auto_approve_gpu_eq", fields["auto_approve_gpu_eq"])
+        return {**fields, "auto_approve_gpu_eq": amount}
+    return fields
+
+
+# Uniqueness is the slug's, checked apart; the duration constraint is _tenant_check's.
+_CLEAN = {"validate_unique": False, "validate_constraints": False}
+
+
+def _tenant_check(instance: Tenant) -> None:
     if instance.default_duration_hours > instance.max_duration_hours:
         raise ValidationFailed.on(
             "default_duration_hours", "Must not be longer than the maximum duration."
         )
+
+
+def _full_clean(instance: Tenant, what: str) -> None:
+    problems = model_problems(instance, **_CLEAN)
+    if problems:
+        raise ValidationFailed.of(what, problems)
+    _tenant_check(instance)
 
 
 @transaction.atomic
@@ -98,24 +113,19 @@ def tenant_create(
 @transaction.atomic
 def tenant_update(*, actor: User, tenant: Tenant, **fields: Any) -> Tenant:
     """Change a tenant's name, cost centre, policy or resource quotas. Slug and state stay."""
-    unknown = set(fields) - set(TENANT_FIELDS)
-    if unknown:
-        raise ValidationFailed(
-            f"These fields cannot be changed here: {', '.join(sorted(unknown))}.",
-            fields={name: ["Cannot be changed here."] for name in unknown},
-        )
     tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
-    before = snapshot(tenant, fields)
-    _apply(tenant, fields)
-    _full_clean(tenant, "tenant")
-    changes = changes_between(before, snapshot(tenant, fields))
-    if changes:
-        tenant.save()
-        audit_record(
-            actor=actor, action="tenant.update", target=tenant, tenant=tenant, changes=changes
-        )
-        if changes.keys() & QUOTA_FIELDS:
-            _bundle_follows(tenant, reason="resource quotas changed", actor=actor)
+    changes = instance_update(
+        actor=actor,
+        instance=tenant,
+        changes=_parsed(fields),
+        allowed=TENANT_FIELDS,
+        action="tenant.update",
+        tenant=tenant,
+        full_clean=_CLEAN,
+        check=_tenant_check,
+    )
+    if changes.keys() & QUOTA_FIELDS:
+        _bundle_follows(tenant, reason="resource quotas changed", actor=actor)
     return tenant
 
 

@@ -7,14 +7,13 @@ one transaction and records an audit event. Errors name the offending fields.
 from fractions import Fraction
 from typing import Any
 
-from django.db import IntegrityError, models, transaction
+from django.db import models, transaction
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import GpuEqError, gpu_eq_parse
 from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering, SharingBackend
-from portal.core.audit import audit_record, changes_between, snapshot
-from portal.core.errors import Conflict, ValidationFailed
-from portal.core.validators import model_problems
+from portal.core.errors import ValidationFailed
+from portal.core.services import instance_update
 
 
 def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | None, str | None]:
@@ -31,43 +30,46 @@ def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | Non
     return amount, None
 
 
+# What a create or an update may set, per kind of catalog object.
+FIELDS: dict[type[models.Model], tuple[str, ...]] = {
+    GpuModel: (
+        "slug", "name", "vendor", "memory_mib", "node_label_key", "node_label_value", "enabled",
+    ),
+    SharingBackend: ("slug", "name", "description", "memory_isolation"),
+    Offering: (
+        "slug", "name", "gpu_model", "backend", "size", "whole", "resources", "annotations",
+        "gpu_eq", "max_units_per_workload", "enabled",
+    ),
+    GpuPool: ("cluster", "name", "gpu_model", "backend", "node_count", "gpus_per_node"),
+    NotebookImage: ("slug", "name", "image", "description", "vendors", "enabled"),
+}  # fmt: skip
+
+
 def _save[M: models.Model](
     *, actor: User | None, instance: M, fields: dict[str, Any], action: str
 ) -> M:
-    """Apply `fields` to `instance`, validate everything, save, audit."""
-    field_names = [name for name in fields if name != "gpu_eq"]
-    before = snapshot(instance, fields) if instance.pk else {}
+    """Apply `fields` to `instance`, validate everything, save, audit (instance_update).
+
+    An offering's `gpu_eq` is parsed here, against its `whole` after the change: a bad one is
+    named together with the model's own problems, and the stored value is kept."""
     problems: dict[str, list[str]] = {}
-    for name, value in fields.items():
-        if name == "gpu_eq":
-            continue
-        setattr(instance, name, value)
     if isinstance(instance, Offering) and "gpu_eq" in fields:
-        amount, problem = _offering_gpu_eq_problem(fields["gpu_eq"], whole=instance.whole)
+        amount, problem = _offering_gpu_eq_problem(
+            fields["gpu_eq"], whole=fields.get("whole", instance.whole)
+        )
+        fields = {name: value for name, value in fields.items() if name != "gpu_eq"}
         if problem:
             problems["gpu_eq"] = [problem]
         if amount is not None:
-            instance.gpu_eq = amount
-    for name, messages in model_problems(instance, validate_constraints=False).items():
-        problems.setdefault(name, []).extend(messages)
-    if problems:
-        raise ValidationFailed.of(str(instance._meta.verbose_name), problems)
-    try:
-        with transaction.atomic():
-            instance.save()
-    except IntegrityError:
-        raise Conflict(
-            f"A {instance._meta.verbose_name} with these names exists already."
-        ) from None
-    audit_record(
+            fields["gpu_eq"] = amount
+    instance_update(
         actor=actor,
+        instance=instance,
+        changes=fields,
+        allowed=FIELDS[type(instance)],
         action=action,
-        target=instance,
-        changes=changes_between(
-            before,
-            snapshot(instance, fields),
-            [*field_names, *(["gpu_eq"] if "gpu_eq" in fields else [])],
-        ),
+        problems=problems,
+        full_clean={"validate_constraints": False},
     )
     return instance
 

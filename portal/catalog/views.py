@@ -1,19 +1,25 @@
 """Catalog management pages, for admins only: every other persona gets 404.
 
-Each form page parses its form and calls one catalog service; the services validate and write.
+One form page serves every kind of catalog object (KINDS): it parses the kind's form and calls
+one catalog service; the services validate and write.
 """
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, QueryDict
+from django.db import models
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.functional import Promise
+from django.utils.translation import gettext, gettext_lazy
 
+from portal.accounts.models import User
 from portal.catalog import services
 from portal.catalog.forms import (
     GpuModelForm,
@@ -30,11 +36,6 @@ from portal.core.pages import form_initial, form_page
 def _require_admin(request: AuthenticatedHttpRequest) -> None:
     if not request.user.is_portal_admin:
         raise Http404
-
-
-def _posted(request: AuthenticatedHttpRequest) -> QueryDict | None:
-    """The form data of a POST (even an empty one, so it is refused visibly), else None."""
-    return request.POST if request.method == "POST" else None
 
 
 @login_required
@@ -64,17 +65,102 @@ def overview(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
 
 
-def _form_page(
-    request: AuthenticatedHttpRequest,
-    *,
-    form: forms.Form,
-    title: str,
-    save: Callable[[dict[str, Any]], Any],
+@dataclass(frozen=True)
+class Kind[M: models.Model]:
+    """One kind of catalog object its create and edit pages write, through its services."""
+
+    model: type[M]
+    form: type[forms.Form]
+    new_title: Promise  # gettext_lazy: translated when the page is shown
+    create: Callable[..., M]
+    # (actor, the object, the form's data) -> the object; None: no edit page
+    update: Callable[[User, M, dict[str, Any]], M] | None = None
+    initial: Callable[[M], dict[str, Any]] | None = None
+
+
+def _offering_initial(offering: Offering) -> dict[str, Any]:
+    # The exact fraction as entered ("1/4"), not the Fraction's repr.
+    return {**form_initial(offering, OfferingForm), "gpu_eq": str(offering.gpu_eq)}
+
+
+# The `kind` of each catalog:<kind>-create and catalog:<kind>-edit URL.
+KINDS: dict[str, Kind[Any]] = {
+    "model": Kind(
+        model=GpuModel,
+        form=GpuModelForm,
+        new_title=gettext_lazy("New GPU model"),
+        create=services.gpu_model_create,
+        update=lambda actor, gpu_model, data: services.gpu_model_update(
+            actor=actor, gpu_model=gpu_model, **data
+        ),
+    ),
+    "backend": Kind(
+        model=SharingBackend,
+        form=SharingBackendForm,
+        new_title=gettext_lazy("New sharing backend"),
+        create=services.sharing_backend_create,
+    ),
+    "offering": Kind(
+        model=Offering,
+        form=OfferingForm,
+        new_title=gettext_lazy("New offering"),
+        create=services.offering_create,
+        update=lambda actor, offering, data: services.offering_update(
+            actor=actor, offering=offering, **data
+        ),
+        initial=_offering_initial,
+    ),
+    "pool": Kind(
+        model=GpuPool,
+        form=GpuPoolForm,
+        new_title=gettext_lazy("New GPU pool"),
+        create=services.gpu_pool_create,
+    ),
+    "image": Kind(
+        model=NotebookImage,
+        form=NotebookImageForm,
+        new_title=gettext_lazy("New notebook image"),
+        create=services.notebook_image_create,
+        update=lambda actor, image, data: services.notebook_image_update(
+            actor=actor, notebook_image=image, **data
+        ),
+    ),
+}
+
+
+@login_required
+def catalog_form(
+    request: AuthenticatedHttpRequest, kind: str, slug: str | None = None
 ) -> HttpResponse:
-    """The catalog's form pages: save through one service, then back to the overview."""
+    """The create page of a catalog `kind`, or with `slug` the edit page of one object: one
+    service call, then back to the overview."""
+    _require_admin(request)
+    spec = KINDS[kind]
+    # Even an empty POST is bound, so it is refused visibly.
+    posted = request.POST if request.method == "POST" else None
+    if slug is None:
+        form = spec.form(posted)
+        title = str(spec.new_title)
+
+        def save(data: dict[str, Any]) -> Any:
+            return spec.create(actor=request.user, **data)
+
+    else:
+        if spec.update is None:
+            raise Http404
+        update = spec.update
+        instance = get_object_or_404(spec.model, slug=slug)
+        initial = spec.initial(instance) if spec.initial else form_initial(instance, spec.form)
+        form = spec.form(posted, initial=initial)
+        title = gettext("Edit %(name)s") % {"name": instance}
+
+        def save(data: dict[str, Any]) -> Any:
+            return update(request.user, instance, data)
 
     def saved(instance: Any) -> HttpResponse:
-        messages.success(request, f"{title}: {instance} is saved.")
+        messages.success(
+            request, gettext("%(title)s: %(name)s is saved.") % {"title": title, "name": instance}
+        )
         return redirect("catalog:overview")
 
     return form_page(
@@ -82,100 +168,3 @@ def _form_page(
         context={"title": title, "cancel_url": reverse("catalog:overview")},
         save=save, success=saved,
     )  # fmt: skip
-
-
-@login_required
-def model_create(request: AuthenticatedHttpRequest) -> HttpResponse:
-    _require_admin(request)
-    return _form_page(
-        request,
-        form=GpuModelForm(_posted(request)),
-        title="New GPU model",
-        save=lambda data: services.gpu_model_create(actor=request.user, **data),
-    )
-
-
-@login_required
-def model_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    _require_admin(request)
-    gpu_model = get_object_or_404(GpuModel, slug=slug)
-    return _form_page(
-        request,
-        form=GpuModelForm(_posted(request), initial=form_initial(gpu_model, GpuModelForm)),
-        title=f"Edit {gpu_model.name}",
-        save=lambda data: services.gpu_model_update(
-            actor=request.user, gpu_model=gpu_model, **data
-        ),
-    )
-
-
-@login_required
-def backend_create(request: AuthenticatedHttpRequest) -> HttpResponse:
-    _require_admin(request)
-    return _form_page(
-        request,
-        form=SharingBackendForm(_posted(request)),
-        title="New sharing backend",
-        save=lambda data: services.sharing_backend_create(actor=request.user, **data),
-    )
-
-
-@login_required
-def offering_create(request: AuthenticatedHttpRequest) -> HttpResponse:
-    _require_admin(request)
-    return _form_page(
-        request,
-        form=OfferingForm(_posted(request)),
-        title="New offering",
-        save=lambda data: services.offering_create(actor=request.user, **data),
-    )
-
-
-@login_required
-def offering_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    _require_admin(request)
-    offering = get_object_or_404(Offering, slug=slug)
-    initial = form_initial(offering, OfferingForm)
-    initial["gpu_eq"] = str(offering.gpu_eq)
-    return _form_page(
-        request,
-        form=OfferingForm(_posted(request), initial=initial),
-        title=f"Edit {offering.name}",
-        save=lambda data: services.offering_update(actor=request.user, offering=offering, **data),
-    )
-
-
-@login_required
-def pool_create(request: AuthenticatedHttpRequest) -> HttpResponse:
-    _require_admin(request)
-    return _form_page(
-        request,
-        form=GpuPoolForm(_posted(request)),
-        title="New GPU pool",
-        save=lambda data: services.gpu_pool_create(actor=request.user, **data),
-    )
-
-
-@login_required
-def image_create(request: AuthenticatedHttpRequest) -> HttpResponse:
-    _require_admin(request)
-    return _form_page(
-        request,
-        form=NotebookImageForm(_posted(request)),
-        title="New notebook image",
-        save=lambda data: services.notebook_image_create(actor=request.user, **data),
-    )
-
-
-@login_required
-def image_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    _require_admin(request)
-    image = get_object_or_404(NotebookImage, slug=slug)
-    return _form_page(
-        request,
-        form=NotebookImageForm(_posted(request), initial=form_initial(image, NotebookImageForm)),
-        title=f"Edit {image.name}",
-        save=lambda data: services.notebook_image_update(
-            actor=request.user, notebook_image=image, **data
-        ),
-    )

@@ -9,6 +9,7 @@ from portal.cluster.models import Cluster
 from portal.cluster.services.runs import provisioning_run_queue
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import Conflict, ValidationFailed
+from portal.core.services import instance_update
 from portal.core.validators import model_problems
 from tenants.models import Tenant, TenantState
 
@@ -30,14 +31,22 @@ CLUSTER_FIELDS = (
 )
 
 
-def _cluster_clean(cluster: Cluster) -> None:
-    problems = model_problems(cluster, exclude=["capacity_collected_at", "reconciled_at"])
-    if problems:
-        raise ValidationFailed.of("cluster", problems)
+# Both are set by the portal's own tasks, never by a person.
+_CLEAN = {"exclude": ["capacity_collected_at", "reconciled_at"]}
+
+
+def _cluster_check(cluster: Cluster) -> None:
     if cluster.connection == "kubeconfig" and not cluster.kubeconfig_path:
         raise ValidationFailed.on(
             "kubeconfig_path", "Give the path of the kubeconfig file mounted from a secret."
         )
+
+
+def _cluster_clean(cluster: Cluster) -> None:
+    problems = model_problems(cluster, **_CLEAN)
+    if problems:
+        raise ValidationFailed.of("cluster", problems)
+    _cluster_check(cluster)
 
 
 def _provision_every_tenant(cluster: Cluster, *, reason: str, actor: User | None) -> None:
@@ -73,12 +82,6 @@ def cluster_create(*, actor: User | None, name: str, **fields: Any) -> Cluster:
 @transaction.atomic
 def cluster_update(*, actor: User, cluster: Cluster, **fields: Any) -> Cluster:
     """Change how a cluster is reached or what its bundles hold; tenants are re-provisioned."""
-    unknown = set(fields) - set(CLUSTER_FIELDS)
-    if unknown:
-        raise ValidationFailed(
-            f"These fields cannot be changed: {', '.join(sorted(unknown))}.",
-            fields={name: ["Cannot be changed."] for name in unknown},
-        )
     cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
     if "namespace_prefix" in fields and fields["namespace_prefix"] != cluster.namespace_prefix:
         # The namespaces already made would be left behind, quotas and bindings intact.
@@ -86,14 +89,16 @@ def cluster_update(*, actor: User, cluster: Cluster, **fields: Any) -> Cluster:
             "namespace_prefix",
             "Cannot change once namespaces exist; register a new cluster instead.",
         )
-    before = snapshot(cluster, fields)
-    for name, value in fields.items():
-        setattr(cluster, name, value)
-    _cluster_clean(cluster)
-    changes = changes_between(before, snapshot(cluster, fields))
+    changes = instance_update(
+        actor=actor,
+        instance=cluster,
+        changes=fields,
+        allowed=CLUSTER_FIELDS,
+        action="cluster.update",
+        full_clean=_CLEAN,
+        check=_cluster_check,
+    )
     if changes:
-        cluster.save()
-        audit_record(actor=actor, action="cluster.update", target=cluster, changes=changes)
         _provision_every_tenant(cluster, reason="cluster changed", actor=actor)
     return cluster
 
