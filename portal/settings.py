@@ -236,6 +236,23 @@ PROMETHEUS_TIMEOUT_SECONDS = env.integer("PROMETHEUS_TIMEOUT_SECONDS", default=1
 if PROMETHEUS_URL and not PROMETHEUS_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"PROMETHEUS_URL must be an http(s) URL, not {PROMETHEUS_URL!r}")
 
+# Usage metering: hourly windows per cluster, read from each cluster's Prometheus (its own URL,
+# else PROMETHEUS_URL). A window is collected once it ended PORTAL_METERING_DELAY_SECONDS ago;
+# each run catches up at most PORTAL_METERING_CATCH_UP windows per cluster, oldest first.
+# PORTAL_SYNTHETIC_METRICS (the demo) reads a built-in synthetic source instead of Prometheus.
+PORTAL_METERING_SECONDS = env.integer("PORTAL_METERING_SECONDS", default=300, minimum=10)
+PORTAL_METERING_DELAY_SECONDS = env.integer(
+    "PORTAL_METERING_DELAY_SECONDS", default=120, minimum=0, maximum=3600
+)
+PORTAL_METERING_CATCH_UP = env.integer("PORTAL_METERING_CATCH_UP", default=48, minimum=1)
+PORTAL_SYNTHETIC_METRICS = env.flag("PORTAL_SYNTHETIC_METRICS", default=False)
+CELERY_BEAT_SCHEDULE |= {
+    "collect-usage": {
+        "task": "portal.metering.tasks.collect_usage",
+        "schedule": float(PORTAL_METERING_SECONDS),
+    },
+}
+
 # Single sign-on (OpenID Connect; Keycloak is the reference provider). Unset: local accounts.
 # The endpoints and signing keys come from the issuer's discovery document.
 OIDC_ISSUER_URL = env.text_or("OIDC_ISSUER_URL", "").rstrip("/")

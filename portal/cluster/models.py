@@ -2,7 +2,12 @@ import re
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
+from django.core.validators import (
+    MaxValueValidator,
+    MinValueValidator,
+    RegexValidator,
+    URLValidator,
+)
 from django.db import models
 
 from portal.accounts.models import User
@@ -105,6 +110,18 @@ class Cluster(models.Model):
     )
     pods_per_namespace = models.PositiveIntegerField(default=50)
     volumes_per_namespace = models.PositiveIntegerField(default=20)
+    # Metering reads the cluster's own Prometheus (kube-state-metrics and the DCGM exporter).
+    prometheus_url = models.CharField(
+        max_length=500,
+        blank=True,
+        validators=[URLValidator(schemes=["http", "https"])],
+        help_text="Empty: PROMETHEUS_URL",
+    )
+    metrics_interval_seconds = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(3600)],
+        help_text="The scrape interval of kube-state-metrics and the DCGM exporter",
+    )
     enabled = models.BooleanField(default=True)
     capacity_collected_at = models.DateTimeField(null=True, blank=True)
     reconciled_at = models.DateTimeField(null=True, blank=True)
@@ -119,6 +136,11 @@ class Cluster(models.Model):
 
     def namespace_for(self, tenant_slug: str) -> str:
         return f"{self.namespace_prefix}{tenant_slug}"
+
+    @property
+    def metrics_url(self) -> str:
+        """This cluster's Prometheus: its own URL, else PROMETHEUS_URL (empty: none)."""
+        return self.prometheus_url or settings.PROMETHEUS_URL or ""
 
     @property
     def applies(self) -> bool:

@@ -1,0 +1,535 @@
+"""Collection: close one cluster's hourly windows into usage records, in order, exactly once.
+
+A window is collected in three steps. (1) Its fill state becomes `started` (committed). (2) The
+metrics source is read, outside any transaction: a fixed number of Prometheus queries. (3) In one
+transaction, under a lock on the window's row, the window's old rows are deleted, the new ones
+written in one bulk insert, the day's rollup rewritten, the window marked `done` and the
+watermark moved. So a window interrupted after (1) is simply redone, one collected twice ends
+with the same rows, and two workers on one window write one after the other.
+
+A window whose metrics cannot be read is marked `failed` with the reason and stops the run: the
+next run (the periodic task) starts again from it, so windows are always completed in order and
+the watermark never passes a hole.
+
+Attribution (README, "Usage metering"):
+- reserved GPU-eq-hours come from the allocation ledger: each allocation's [starts_at, ends_at)
+  to the second, times its GPU-eq; it counts on the cluster its notebook runs on, or else the
+  first cluster with a pool of its model and backend;
+- a pod in a tenant's namespace belongs to the tenant; a notebook's pod (`nb-<id>-0`) to the
+  notebook, its owner and its allocation's offering; other pods to no user, with the offering
+  whose extended resources they ask for;
+- requested GPU-eq-hours are the pod's requests in units of its offering x the offering's
+  GPU-eq x the time the pod ran (samples in phase Running x the scrape interval);
+- used GPU-hours are the device's busy time x its GPU-eq (a MIG instance `3g.40gb` is 3/7 of a
+  GPU); a device several pods share is split among them by their requested GPU-eq (equally
+  when unknown); memory GiB-hours likewise;
+- what the portal cannot attribute (a namespace it does not manage, a busy GPU without a pod)
+  is kept per namespace as `unattributed`, never dropped.
+"""
+
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
+
+from portal.allocations.models import GpuRequest
+from portal.catalog.models import GpuModel, GpuPool, Offering
+from portal.cluster.models import Cluster
+from portal.metering.models import (
+    GpuHealth,
+    MeteringState,
+    UsageDaily,
+    UsageRecord,
+    UsageWindow,
+    WindowState,
+    WorkloadKind,
+)
+from portal.metering.sources import (
+    WINDOW,
+    MetricsSource,
+    MetricsUnavailable,
+    WindowMetrics,
+    resource_label,
+)
+from portal.workloads.models import Notebook
+from tenants.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+NOTEBOOK_POD = re.compile(r"^nb-(\d+)-0$")
+MIG_PROFILE = re.compile(r"^(\d+)g\.")
+MICRO = Decimal("0.000001")
+HOUR_SECONDS = 3600
+
+
+def hour_floor(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+# The watermark and the windows due
+
+
+def metering_state(cluster: Cluster) -> MeteringState:
+    """The cluster's metering state; metering begins at the hour the cluster was added."""
+    state, _ = MeteringState.objects.get_or_create(
+        cluster=cluster, defaults={"begins_at": hour_floor(cluster.created_at)}
+    )
+    return state
+
+
+def metering_begin(*, cluster: Cluster, at: datetime, demo: bool = False) -> MeteringState:
+    """Meter `cluster` from the hour of `at` (earlier history is caught up in order)."""
+    state = metering_state(cluster)
+    state.begins_at = hour_floor(at)
+    state.demo = demo
+    if state.complete_until is not None and state.complete_until < state.begins_at:
+        state.complete_until = None
+    state.save(update_fields=["begins_at", "demo", "complete_until"])
+    return state
+
+
+def windows_due(cluster: Cluster, *, now: datetime | None = None) -> list[datetime]:
+    """The starts of the windows to collect, oldest first: from the watermark up to the last
+    hour that ended `PORTAL_METERING_DELAY_SECONDS` ago (the last scrapes have landed)."""
+    state = metering_state(cluster)
+    first = state.complete_until or state.begins_at
+    now = now or timezone.now()
+    last_end = hour_floor(now - timedelta(seconds=settings.PORTAL_METERING_DELAY_SECONDS))
+    starts = []
+    start = first
+    while start + WINDOW <= last_end:
+        starts.append(start)
+        start += WINDOW
+    return starts
+
+
+@dataclass
+class MeterResult:
+    collected: list[datetime] = field(default_factory=list)
+    failed: datetime | None = None
+    error: str = ""
+
+
+def meter_cluster(
+    cluster: Cluster,
+    source: MetricsSource,
+    *,
+    now: datetime | None = None,
+    limit: int | None = None,
+) -> MeterResult:
+    """Collect the cluster's due windows in order, at most `limit`; stop at the first failure."""
+    result = MeterResult()
+    starts = windows_due(cluster, now=now)
+    for start in starts[:limit] if limit else starts:
+        try:
+            window_collect(cluster, start, source)
+        except MetricsUnavailable as error:
+            result.failed, result.error = start, str(error)
+            break
+        result.collected.append(start)
+    MeteringState.objects.filter(cluster=cluster).update(
+        last_run_at=timezone.now(), last_error=result.error
+    )
+    return result
+
+
+# One window
+
+
+def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> UsageWindow:
+    """Collect the window starting at `start` (again, if it was): see the module docstring."""
+    start = hour_floor(start)
+    with transaction.atomic():
+        window, _ = UsageWindow.objects.select_for_update().get_or_create(
+            cluster=cluster, start=start, defaults={"state": WindowState.STARTED}
+        )
+        window.state = WindowState.STARTED
+        window.attempts += 1
+        window.started_at = timezone.now()
+        window.error = ""
+        window.save()
+    try:
+        metrics = source.window(start, resources=_resource_labels(cluster))
+    except MetricsUnavailable as error:
+        UsageWindow.objects.filter(pk=window.pk).update(
+            state=WindowState.FAILED, error=str(error)[:2000], finished_at=timezone.now()
+        )
+        logger.warning("metering %s %s failed: %s", cluster.name, start.isoformat(), error)
+        raise
+    records = Attribution(cluster, start).records(metrics)
+    with transaction.atomic():
+        window = UsageWindow.objects.select_for_update().get(pk=window.pk)
+        UsageRecord.objects.filter(cluster=cluster, hour=start).delete()
+        GpuHealth.objects.filter(cluster=cluster, hour=start).delete()
+        UsageRecord.objects.bulk_create(records, batch_size=2000)
+        GpuHealth.objects.bulk_create(
+            GpuHealth(
+                cluster=cluster,
+                hour=start,
+                node=xid.node[:253],
+                gpu_uuid=xid.gpu_uuid[:100],
+                model_name=xid.model_name[:100],
+                last_xid=xid.last_xid,
+            )
+            for xid in metrics.xids
+        )
+        daily_rollup(cluster, start.date())
+        window.state = WindowState.DONE
+        window.queries = metrics.queries
+        window.records = len(records)
+        window.finished_at = timezone.now()
+        window.save()
+        _advance_watermark(cluster)
+    return window
+
+
+def _advance_watermark(cluster: Cluster) -> None:
+    """Move the watermark over every consecutive done window."""
+    state = MeteringState.objects.select_for_update().get(cluster=cluster)
+    until = state.complete_until or state.begins_at
+    done = set(
+        UsageWindow.objects.filter(
+            cluster=cluster, state=WindowState.DONE, start__gte=until
+        ).values_list("start", flat=True)
+    )
+    while until in done:
+        until += WINDOW
+    if until != (state.complete_until or state.begins_at):
+        state.complete_until = until
+        state.save(update_fields=["complete_until"])
+
+
+def _resource_labels(cluster: Cluster) -> set[str]:
+    """The extended resources of every offering, as kube-state-metrics labels them."""
+    names: set[str] = set()
+    for resources in Offering.objects.values_list("resources", flat=True):
+        names.update(resource_label(name) for name in resources)
+    return names
+
+
+def daily_rollup(cluster: Cluster, day: date) -> None:
+    """Rewrite the day's rollup rows of `cluster` from its hourly records: one grouped query."""
+    begin = datetime.combine(day, time(), tzinfo=UTC)
+    hours = UsageRecord.objects.filter(
+        cluster=cluster, hour__gte=begin, hour__lt=begin + timedelta(days=1)
+    )
+    group = ("tenant_id", "namespace", "gpu_model_id", "offering_id")
+    sums: dict[tuple[Any, ...], list[Any]] = {}
+    rows = (
+        hours.order_by()
+        .values(*group, "reserved_den", "requested_den")
+        .annotate(
+            reserved=Sum("reserved_num"),
+            requested=Sum("requested_num"),
+            used=Sum("used_gpu_hours"),
+            memory=Sum("memory_gib_hours"),
+        )
+    )
+    for row in rows:
+        key = tuple(row[name] for name in group)
+        total = sums.setdefault(key, [Fraction(0), Fraction(0), Decimal(0), Decimal(0)])
+        total[0] += Fraction(row["reserved"], row["reserved_den"])
+        total[1] += Fraction(row["requested"], row["requested_den"])
+        total[2] += row["used"]
+        total[3] += row["memory"]
+    UsageDaily.objects.filter(cluster=cluster, day=day).delete()
+    daily = []
+    for (tenant_id, namespace, gpu_model_id, offering_id), total in sums.items():
+        row = UsageDaily(
+            cluster=cluster,
+            day=day,
+            tenant_id=tenant_id,
+            namespace=namespace,
+            gpu_model_id=gpu_model_id,
+            offering_id=offering_id,
+            used_gpu_hours=total[2],
+            memory_gib_hours=total[3],
+        )
+        row.reserved, row.requested = total[0], total[1]
+        daily.append(row)
+    UsageDaily.objects.bulk_create(daily, batch_size=2000)
+
+
+# Attribution: metrics and the ledger to records
+
+
+@dataclass(frozen=True)
+class Key:
+    tenant_id: int | None
+    namespace: str
+    user_id: int | None
+    kind: str
+    workload: str
+    notebook_id: int | None = None
+    allocation_id: int | None = None
+    gpu_model_id: int | None = None
+    offering_id: int | None = None
+
+
+@dataclass
+class Measures:
+    reserved: Fraction = Fraction(0)
+    requested: Fraction = Fraction(0)
+    used: Decimal = Decimal(0)
+    memory: Decimal = Decimal(0)
+
+
+def _seconds(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def offering_units(offering: Offering, requests: dict[str, Decimal]) -> Fraction:
+    """How many units of `offering` a pod asking for `requests` (resource label → amount)
+    holds: the largest ratio over the offering's resources."""
+    units = Fraction(0)
+    for name, quantity in offering.resources.items():
+        amount = requests.get(resource_label(name))
+        per_unit = Fraction(str(quantity)) if str(quantity).replace(".", "", 1).isdigit() else 0
+        if amount is not None and per_unit:
+            units = max(units, Fraction(amount) / per_unit)
+    return units
+
+
+class Attribution:
+    """Turns one window's metrics and the ledger into usage records for one cluster."""
+
+    def __init__(self, cluster: Cluster, start: datetime) -> None:
+        self.cluster = cluster
+        self.start = start
+        self.end = start + WINDOW
+        self.totals: dict[Key, Measures] = defaultdict(Measures)
+        tenants = Tenant.objects.only("id", "slug")
+        self.tenants = {cluster.namespace_for(tenant.slug): tenant.pk for tenant in tenants}
+        pools = GpuPool.objects.filter(cluster=cluster.name).values_list(
+            "gpu_model_id", "backend_id"
+        )
+        served = Q(pk__in=[])
+        for model_id, backend_id in pools:
+            served |= Q(gpu_model_id=model_id, backend_id=backend_id)
+        self.offerings_by_resources: dict[frozenset[str], list[Offering]] = defaultdict(list)
+        for offering in Offering.objects.filter(served).order_by("-whole", "id"):
+            labels = frozenset(resource_label(name) for name in offering.resources)
+            self.offerings_by_resources[labels].append(offering)
+        self.models_by_device_name = {
+            model.node_label_value.replace("-", " ").lower(): model.pk
+            for model in GpuModel.objects.only("id", "node_label_value")
+        }
+
+    def records(self, metrics: WindowMetrics) -> list[UsageRecord]:
+        self._reserved()
+        requested = self._requested(metrics)
+        self._used(metrics, requested)
+        records = []
+        for key, measures in self.totals.items():
+            record = UsageRecord(
+                cluster=self.cluster,
+                hour=self.start,
+                tenant_id=key.tenant_id,
+                namespace=key.namespace[:63],
+                user_id=key.user_id,
+                workload_kind=key.kind,
+                workload=key.workload[:253],
+                notebook_id=key.notebook_id,
+                allocation_id=key.allocation_id,
+                gpu_model_id=key.gpu_model_id,
+                offering_id=key.offering_id,
+                used_gpu_hours=measures.used.quantize(MICRO),
+                memory_gib_hours=measures.memory.quantize(MICRO),
+            )
+            record.reserved, record.requested = measures.reserved, measures.requested
+            records.append(record)
+        return records
+
+    # reserved, from the ledger
+
+    def _reserved(self) -> None:
+        allocations = list(
+            GpuRequest.objects.filter(
+                starts_at__lt=self.end, ends_at__gt=self.start, starts_at__isnull=False
+            ).select_related("tenant", "offering")
+        )
+        if not allocations:
+            return
+        notebooks: dict[int, Notebook] = {}
+        for launched in Notebook.objects.filter(
+            allocation_id__in=[a.pk for a in allocations]
+        ).order_by("id"):
+            notebooks[launched.allocation_id] = launched  # the latest one on the allocation
+        clusters = self._clusters_serving()
+        for allocation in allocations:
+            notebook: Notebook | None = notebooks.get(allocation.pk)
+            cluster_id = (
+                notebook.cluster_id
+                if notebook is not None
+                else clusters.get(
+                    (allocation.gpu_model_id, allocation.offering.backend_id), clusters[None]
+                )
+            )
+            if cluster_id != self.cluster.pk:
+                continue
+            if allocation.starts_at is None or allocation.ends_at is None:
+                continue  # never approved: holds nothing
+            begin = max(_seconds(allocation.starts_at), _seconds(self.start))
+            end = min(_seconds(allocation.ends_at), _seconds(self.end))
+            if end <= begin:
+                continue
+            key = Key(
+                tenant_id=allocation.tenant_id,
+                namespace=self.cluster.namespace_for(allocation.tenant.slug),
+                user_id=notebook.owner_id if notebook else allocation.requester_id,
+                kind=WorkloadKind.NOTEBOOK if notebook else WorkloadKind.ALLOCATION,
+                workload=notebook.name if notebook else f"allocation-{allocation.pk}",
+                notebook_id=notebook.pk if notebook else None,
+                allocation_id=allocation.pk,
+                gpu_model_id=allocation.gpu_model_id,
+                offering_id=allocation.offering_id,
+            )
+            self.totals[key].reserved += Fraction(end - begin, HOUR_SECONDS) * allocation.gpu_eq
+
+    def _clusters_serving(self) -> dict[Any, int]:
+        """(model id, backend id) → the first enabled cluster with such a pool; None → the
+        first cluster, where allocations no pool serves are counted."""
+        clusters = dict(
+            Cluster.objects.filter(enabled=True).order_by("id").values_list("name", "id")
+        )
+        serving: dict[Any, int] = {}
+        for name, model_id, backend_id in GpuPool.objects.order_by("id").values_list(
+            "cluster", "gpu_model_id", "backend_id"
+        ):
+            if name in clusters:
+                serving.setdefault((model_id, backend_id), clusters[name])
+        first = Cluster.objects.order_by("id").values_list("id", flat=True).first()
+        serving[None] = first if first is not None else self.cluster.pk
+        return serving
+
+    # requested, from kube-state-metrics
+
+    def _pod_keys(self, pods: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Key]:
+        """Who each (namespace, pod) belongs to, without its model and offering yet."""
+        notebook_ids = {
+            int(match.group(1)) for _, pod in pods if (match := NOTEBOOK_POD.match(pod))
+        }
+        notebooks = {
+            notebook.pk: notebook
+            for notebook in Notebook.objects.filter(
+                pk__in=notebook_ids, cluster=self.cluster
+            ).select_related("allocation__offering")
+        }
+        keys = {}
+        for namespace, pod in pods:
+            tenant_id = self.tenants.get(namespace)
+            match = NOTEBOOK_POD.match(pod)
+            notebook = notebooks.get(int(match.group(1))) if match else None
+            if tenant_id is None or not pod:
+                keys[(namespace, pod)] = Key(None, namespace, None, WorkloadKind.UNATTRIBUTED, "")
+            elif notebook is not None and notebook.tenant_id == tenant_id:
+                keys[(namespace, pod)] = Key(
+                    tenant_id=tenant_id,
+                    namespace=namespace,
+                    user_id=notebook.owner_id,
+                    kind=WorkloadKind.NOTEBOOK,
+                    workload=notebook.name,
+                    notebook_id=notebook.pk,
+                    allocation_id=notebook.allocation_id,
+                    gpu_model_id=notebook.allocation.gpu_model_id,
+                    offering_id=notebook.allocation.offering_id,
+                )
+            else:
+                keys[(namespace, pod)] = Key(tenant_id, namespace, None, WorkloadKind.POD, pod)
+        return keys
+
+    def _requested(self, metrics: WindowMetrics) -> dict[tuple[str, str], tuple[Key, Fraction]]:
+        """Each pod's key and GPU-eq held; adds requested GPU-eq-hours to the totals."""
+        asks: dict[tuple[str, str], dict[str, Decimal]] = defaultdict(dict)
+        for request in metrics.requests:
+            asks[(request.namespace, request.pod)][request.resource] = request.amount
+        running = {(run.namespace, run.pod): run.seconds for run in metrics.running}
+        pods = set(asks) | {(d.namespace, d.pod) for d in metrics.devices}
+        self.pod_keys = self._pod_keys(pods)
+        offerings = {
+            o.pk: o
+            for o in Offering.objects.filter(
+                pk__in={k.offering_id for k in self.pod_keys.values() if k.offering_id}
+            )
+        }
+        held: dict[tuple[str, str], tuple[Key, Fraction]] = {}
+        for pod, resources in asks.items():
+            key = self.pod_keys[pod]
+            offering = offerings.get(key.offering_id) if key.offering_id else None
+            if offering is None:
+                candidates = self.offerings_by_resources.get(frozenset(resources), [])
+                if candidates:
+                    offering = candidates[0]
+                    models = {candidate.gpu_model_id for candidate in candidates}
+                    key = Key(
+                        **{
+                            **key.__dict__,
+                            "gpu_model_id": offering.gpu_model_id if len(models) == 1 else None,
+                            "offering_id": offering.pk if len(candidates) == 1 else None,
+                        }
+                    )
+            gpu_eq = (
+                offering_units(offering, resources) * offering.gpu_eq
+                if offering
+                else (
+                    Fraction(
+                        sum(
+                            amount
+                            for name, amount in resources.items()
+                            if name.endswith("_com_gpu")
+                        )
+                    )
+                )
+            )
+            held[pod] = (key, gpu_eq)
+            seconds = running.get(pod, 0)
+            if seconds:
+                self.totals[key].requested += Fraction(seconds, HOUR_SECONDS) * gpu_eq
+        return held
+
+    # used, from the DCGM exporter
+
+    def _used(
+        self, metrics: WindowMetrics, held: dict[tuple[str, str], tuple[Key, Fraction]]
+    ) -> None:
+        by_device = defaultdict(list)
+        for use in metrics.devices:
+            if not use.pod and not use.busy_seconds:
+                continue  # an idle GPU no pod holds: nobody's usage
+            by_device[(use.node, use.device)].append(use)
+        for uses in by_device.values():
+            weights = [
+                Decimal(held[(u.namespace, u.pod)][1].numerator)
+                / Decimal(held[(u.namespace, u.pod)][1].denominator)
+                if (u.namespace, u.pod) in held and held[(u.namespace, u.pod)][1]
+                else Decimal(1)
+                for u in uses
+            ]
+            whole = sum(weights)
+            for use, weight in zip(uses, weights, strict=True):
+                share = weight / whole
+                key = (
+                    held[(use.namespace, use.pod)][0]
+                    if (use.namespace, use.pod) in held
+                    else (self.pod_keys[(use.namespace, use.pod)])
+                )
+                if key.gpu_model_id is None:
+                    model_id = self.models_by_device_name.get(
+                        use.model_name.replace("-", " ").lower()
+                    )
+                    key = Key(**{**key.__dict__, "gpu_model_id": model_id})
+                profile = MIG_PROFILE.match(use.mig_profile)
+                device_eq = Decimal(int(profile.group(1))) / 7 if profile else Decimal(1)
+                measures = self.totals[key]
+                measures.used += use.busy_seconds * share * device_eq / HOUR_SECONDS
+                measures.memory += use.memory_mib_seconds * share / 1024 / HOUR_SECONDS

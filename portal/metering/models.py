@@ -1,0 +1,226 @@
+"""Usage records: what each tenant, user and workload reserved, requested and used, per hour.
+
+Every later number (chargeback, budgets, idle waste) reads these. Collection (collection.py)
+closes one hourly window per cluster at a time; each window has a fill state, as Zulip's
+analytics `FillState` has: `started` while rows are written, `done` once they all are, `failed`
+with Prometheus's reason when it could not be read. A window found `started` was interrupted:
+its rows are deleted and it is done again. `MeteringState.complete_until` is the watermark:
+usage of the cluster is complete up to then.
+
+Measures (DOMAIN.md, "Usage record"):
+- `reserved`: GPU-eq-hours from the allocation ledger, an exact fraction;
+- `requested`: GPU-eq-hours pods held (kube-state-metrics), an exact fraction;
+- `used_gpu_hours`: GPU-hours of busy GPU (DCGM exporter), and `memory_gib_hours`: GPU memory
+  in use (GiB-hours). These come from sampled utilisation: Decimal, to the microhour.
+"""
+
+from django.conf import settings
+from django.db import models
+
+from portal.accounts.models import User
+from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.core.visibility import VisibleQuerySet, register_scope
+from tenants.access import sees_everything, tenants_led_by
+
+
+class WindowState(models.TextChoices):
+    STARTED = "started", "started"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+
+
+class MeteringState(models.Model):
+    """Where metering of one cluster stands: it began at `begins_at`, is complete until
+    `complete_until` (the watermark; None before the first window is done)."""
+
+    cluster = models.OneToOneField(
+        "cluster.Cluster", on_delete=models.CASCADE, related_name="metering"
+    )
+    begins_at = models.DateTimeField(help_text="The first hour metered (an hour boundary)")
+    complete_until = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    demo = models.BooleanField(
+        default=False, help_text="Collected from the demo's synthetic metrics"
+    )
+
+    def __str__(self) -> str:
+        return f"metering of {self.cluster_id}"
+
+
+class UsageWindow(models.Model):
+    """One hour of one cluster's usage, and how far collecting it got."""
+
+    cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
+    start = models.DateTimeField()
+    state = models.CharField(max_length=16, choices=WindowState.choices)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    queries = models.PositiveIntegerField(default=0, help_text="Prometheus queries it took")
+    records = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["cluster", "start"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "start"], name="usage_window_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} {self.start:%Y-%m-%d %H:00} {self.state}"
+
+
+class WorkloadKind(models.TextChoices):
+    NOTEBOOK = "notebook", "notebook"
+    POD = "pod", "pod"
+    # Reserved with no workload on it (an allocation for a batch job not yet running).
+    ALLOCATION = "allocation", "allocation"
+    # What the portal cannot attribute: kept per namespace, never dropped.
+    UNATTRIBUTED = "unattributed", "unattributed"
+
+
+class UsageRecord(models.Model):
+    """One hour x tenant x user x workload x GPU model x offering, in one cluster."""
+
+    cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
+    hour = models.DateTimeField()
+    tenant = models.ForeignKey(
+        "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    namespace = models.CharField(max_length=63, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    workload_kind = models.CharField(max_length=16, choices=WorkloadKind.choices)
+    # The notebook's name, the pod's name, `allocation-<id>`, or empty when unattributed.
+    workload = models.CharField(max_length=253, blank=True)
+    notebook = models.ForeignKey(
+        "workloads.Notebook",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_constraint=False,
+    )
+    allocation = models.ForeignKey(
+        "allocations.GpuRequest",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_constraint=False,
+    )
+    gpu_model = models.ForeignKey(
+        "catalog.GpuModel", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    offering = models.ForeignKey(
+        "catalog.Offering", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    reserved_num, reserved_den = gpu_eq_columns("reserved")
+    reserved = gpu_eq_property("reserved")
+    requested_num, requested_den = gpu_eq_columns("requested")
+    requested = gpu_eq_property("requested")
+    used_gpu_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+    memory_gib_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+
+    objects = VisibleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["hour", "id"]
+        indexes = [
+            models.Index(fields=["cluster", "hour"]),
+            models.Index(fields=["tenant", "hour"]),
+            models.Index(fields=["user", "hour"]),
+        ]
+        constraints = [
+            *gpu_eq_constraints("reserved", model="usagerecord"),
+            *gpu_eq_constraints("requested", model="usagerecord"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H:00} {self.namespace} {self.workload}"
+
+
+class UsageDaily(models.Model):
+    """The day's usage per cluster x tenant x namespace x GPU model x offering: the rollup
+    that keeps a year of dashboards fast. Rewritten whole for the day each time one of its
+    hours is collected."""
+
+    cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    tenant = models.ForeignKey(
+        "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    namespace = models.CharField(max_length=63, blank=True)
+    gpu_model = models.ForeignKey(
+        "catalog.GpuModel", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    offering = models.ForeignKey(
+        "catalog.Offering", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    reserved_num, reserved_den = gpu_eq_columns("reserved")
+    reserved = gpu_eq_property("reserved")
+    requested_num, requested_den = gpu_eq_columns("requested")
+    requested = gpu_eq_property("requested")
+    used_gpu_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+    memory_gib_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+
+    objects = VisibleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["day", "id"]
+        indexes = [
+            models.Index(fields=["cluster", "day"]),
+            models.Index(fields=["tenant", "day"]),
+            models.Index(fields=["day"]),
+        ]
+        constraints = [
+            *gpu_eq_constraints("reserved", model="usagedaily"),
+            *gpu_eq_constraints("requested", model="usagedaily"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.namespace}"
+
+
+class GpuHealth(models.Model):
+    """A GPU that reported XID errors (DCGM_FI_DEV_XID_ERRORS) during an hour."""
+
+    cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
+    hour = models.DateTimeField()
+    node = models.CharField(max_length=253, blank=True)
+    gpu_uuid = models.CharField(max_length=100, blank=True)
+    model_name = models.CharField(max_length=100, blank=True)
+    last_xid = models.PositiveIntegerField(help_text="The last XID error code seen")
+
+    class Meta:
+        ordering = ["-hour", "node", "gpu_uuid"]
+        indexes = [models.Index(fields=["cluster", "hour"])]
+
+    def __str__(self) -> str:
+        return f"{self.node} {self.gpu_uuid} XID {self.last_xid}"
+
+
+def _visible_usage(
+    records: models.QuerySet[UsageRecord], user: User
+) -> models.QuerySet[UsageRecord]:
+    """Finance and admins: all, unattributed too; leads: their tenants'; everyone: their own."""
+    if sees_everything(user):
+        return records
+    return records.filter(models.Q(user=user) | models.Q(tenant__in=tenants_led_by(user)))
+
+
+def _visible_daily(rows: models.QuerySet[UsageDaily], user: User) -> models.QuerySet[UsageDaily]:
+    """The rollup has no user: finance and admins see all, leads their tenants'."""
+    if sees_everything(user):
+        return rows
+    return rows.filter(tenant__in=tenants_led_by(user))
+
+
+register_scope(UsageRecord, _visible_usage)
+register_scope(UsageDaily, _visible_daily)

@@ -1,0 +1,209 @@
+"""Reading usage: totals grouped as asked, for what a user may see, and the watermark.
+
+Pages and the API both call `usage_totals`. It reads the daily rollup when the grouping and the
+caller allow (no user, workload or hour; someone who sees every row of the tenants asked for) and
+the hourly records otherwise. One grouped query either way, whatever the number of rows: the
+exact fractions are summed per denominator in SQL and combined in Python.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from django.db.models import F, QuerySet, Sum
+from django.db.models.functions import TruncDate
+
+from portal.accounts.models import User
+from portal.catalog.gpu_eq import gpu_eq_display
+from portal.cluster.models import Cluster
+from portal.metering.models import MeteringState, UsageDaily, UsageRecord
+from tenants.access import sees_everything, tenants_led_by
+from tenants.models import Tenant
+
+GROUPS = ("tenant", "user", "workload", "model", "offering", "day", "hour")
+# Each group as the columns it reads (records, rollup); None: the rollup cannot give it.
+_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
+    "tenant": (("tenant__slug", "namespace"), ("tenant__slug", "namespace")),
+    "user": (("user__username",), None),
+    "workload": (("workload_kind", "workload"), None),
+    "model": (("gpu_model__slug",), ("gpu_model__slug",)),
+    "offering": (("offering__slug",), ("offering__slug",)),
+    "day": (("day",), ("day",)),
+    "hour": (("hour",), None),
+}
+# The names rows carry, per column read.
+_NAMES = {
+    "tenant__slug": "tenant",
+    "namespace": "namespace",
+    "user__username": "user",
+    "workload_kind": "workload_kind",
+    "workload": "workload",
+    "gpu_model__slug": "model",
+    "offering__slug": "offering",
+    "day": "day",
+    "hour": "hour",
+}
+MAX_DAYS = 366
+MAX_HOURLY_DAYS = 31
+
+
+class UsageQueryError(ValueError):
+    """The question cannot be answered as asked; `field` names the parameter at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class UsageRow:
+    """Totals for one group: GPU-eq-hours exact, used and memory to the microhour."""
+
+    group: dict[str, Any]
+    reserved: Fraction = Fraction(0)
+    requested: Fraction = Fraction(0)
+    used_gpu_hours: Decimal = Decimal(0)
+    memory_gib_hours: Decimal = Decimal(0)
+
+    @property
+    def utilisation(self) -> Decimal | None:
+        """Used over reserved GPU-hours, as a fraction of 1 (None when nothing was reserved)."""
+        if not self.reserved:
+            return None
+        reserved = Decimal(self.reserved.numerator) / Decimal(self.reserved.denominator)
+        return (self.used_gpu_hours / reserved).quantize(Decimal("0.0001"))
+
+    def as_dict(self) -> dict[str, Any]:
+        utilisation = self.utilisation
+        return {
+            **self.group,
+            "reserved_gpu_eq_hours": str(self.reserved),
+            "reserved_display": gpu_eq_display(self.reserved),
+            "requested_gpu_eq_hours": str(self.requested),
+            "requested_display": gpu_eq_display(self.requested),
+            "used_gpu_hours": f"{self.used_gpu_hours:f}",
+            "memory_gib_hours": f"{self.memory_gib_hours:f}",
+            "utilisation": None if utilisation is None else f"{utilisation:f}",
+        }
+
+
+@dataclass
+class UsageQuery:
+    start: date
+    end: date  # inclusive
+    group_by: Sequence[str] = ()
+    tenant: Tenant | None = None
+    user: User | None = None  # only this user's usage (my usage)
+    notebook_id: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def check(self) -> None:
+        if self.end < self.start:
+            raise UsageQueryError("to", "The end date is before the start date.")
+        days = (self.end - self.start).days + 1
+        if days > MAX_DAYS:
+            raise UsageQueryError("to", f"Ask for at most {MAX_DAYS} days at a time.")
+        unknown = [group for group in self.group_by if group not in GROUPS]
+        if unknown:
+            raise UsageQueryError(
+                "group_by", f"Unknown grouping {unknown[0]!r}: use {', '.join(GROUPS)}."
+            )
+        if "hour" in self.group_by and days > MAX_HOURLY_DAYS:
+            raise UsageQueryError("group_by", f"Group by hour over at most {MAX_HOURLY_DAYS} days.")
+
+
+def _uses_rollup(viewer: User, query: UsageQuery) -> bool:
+    if query.user is not None or query.notebook_id is not None:
+        return False
+    if any(_COLUMNS[group][1] is None for group in query.group_by):
+        return False
+    if sees_everything(viewer):
+        return True
+    return query.tenant is not None and tenants_led_by(viewer).filter(pk=query.tenant.pk).exists()
+
+
+def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
+    """Usage `viewer` may see, grouped by `query.group_by`, in group order. One query."""
+    query.check()
+    begin = datetime.combine(query.start, time(), tzinfo=UTC)
+    finish = datetime.combine(query.end + timedelta(days=1), time(), tzinfo=UTC)
+    rows: QuerySet[Any]
+    if _uses_rollup(viewer, query):
+        rows = UsageDaily.objects.visible_to(viewer).filter(
+            day__gte=query.start, day__lte=query.end
+        )
+        columns = [c for group in query.group_by for c in _COLUMNS[group][1] or ()]
+    else:
+        rows = UsageRecord.objects.visible_to(viewer).filter(hour__gte=begin, hour__lt=finish)
+        if query.user is not None:
+            rows = rows.filter(user=query.user)
+        if query.notebook_id is not None:
+            rows = rows.filter(notebook_id=query.notebook_id)
+        columns = [c for group in query.group_by for c in _COLUMNS[group][0]]
+        if "day" in columns:
+            rows = rows.annotate(day=TruncDate("hour", tzinfo=UTC))
+    if query.tenant is not None:
+        rows = rows.filter(tenant=query.tenant)
+    grouped = (
+        rows.order_by()
+        .values(*columns, "reserved_den", "requested_den")
+        .annotate(
+            reserved=Sum("reserved_num"),
+            requested=Sum("requested_num"),
+            used=Sum("used_gpu_hours"),
+            memory=Sum("memory_gib_hours"),
+        )
+    )
+    totals: dict[tuple[Any, ...], UsageRow] = {}
+    for row in grouped:
+        key = tuple(row[column] for column in columns)
+        usage = totals.get(key)
+        if usage is None:
+            usage = totals[key] = UsageRow(
+                group={_NAMES[column]: row[column] for column in columns}
+            )
+        usage.reserved += Fraction(row["reserved"], row["reserved_den"])
+        usage.requested += Fraction(row["requested"], row["requested_den"])
+        usage.used_gpu_hours += row["used"]
+        usage.memory_gib_hours += row["memory"]
+    return [totals[key] for key in sorted(totals, key=_sort_key)]
+
+
+def _sort_key(key: tuple[Any, ...]) -> tuple[tuple[bool, str], ...]:
+    return tuple((value is None, str(value)) for value in key)
+
+
+@dataclass(frozen=True)
+class Watermark:
+    cluster: str
+    complete_until: datetime | None
+    last_error: str
+    demo: bool
+
+
+def usage_watermarks() -> list[Watermark]:
+    """Per metered cluster, up to when its usage is complete. One query."""
+    states = (
+        MeteringState.objects.filter(cluster__enabled=True)
+        .annotate(name=F("cluster__name"))
+        .order_by("cluster__name")
+    )
+    return [
+        Watermark(state.name, state.complete_until, state.last_error, state.demo)
+        for state in states
+    ]
+
+
+def usage_complete_until() -> datetime | None:
+    """Up to when usage is complete on every metered cluster (the earliest watermark)."""
+    marks = [mark.complete_until for mark in usage_watermarks()]
+    if not marks or any(mark is None for mark in marks):
+        return None
+    return min(mark for mark in marks if mark is not None)
+
+
+def clusters_metered() -> QuerySet[Cluster]:
+    return Cluster.objects.filter(enabled=True, metering__isnull=False)

@@ -1,0 +1,184 @@
+"""Where one hourly window's metrics come from: a cluster's Prometheus, or the demo's synthetic
+source. Collection (collection.py) reads a `WindowMetrics` and never knows which.
+
+Prometheus is asked a fixed number of queries per window, whatever the number of pods or GPUs:
+each aggregates `by (namespace, pod, …)` over the window with a range function, evaluated at the
+window's last millisecond so that a sample on the hour belongs to the window that starts there.
+Each sample stands for one scrape interval (`Cluster.metrics_interval_seconds`), so a sum of
+samples times the interval is an integral over time:
+
+- requests: `sum by (namespace, pod, resource) (max_over_time(kube_pod_container_resource_requests
+  {resource=~"<the catalog's extended resources>"}[1h]))`, what each pod asks for;
+- running: `max by (namespace, pod) (sum_over_time(kube_pod_status_phase{phase="Running"}[1h]))`,
+  the samples in which the pod ran;
+- busy: `sum_over_time(DCGM_FI_DEV_GPU_UTIL[1h])` (percent) and
+  `sum_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1h])` (a ratio; MIG instances report only this),
+  by device, MIG instance and pod;
+- memory: `sum_over_time(DCGM_FI_DEV_FB_USED[1h])` (MiB) by the same labels;
+- health: `max_over_time(DCGM_FI_DEV_XID_ERRORS[1h]) > 0` by node and GPU.
+"""
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Protocol
+
+from portal.metering.prometheus import PrometheusError, PrometheusGateway, Sample
+
+WINDOW = timedelta(hours=1)
+DEVICE_LABELS = "namespace, pod, Hostname, UUID, GPU_I_ID, GPU_I_PROFILE, modelName"
+
+
+class MetricsUnavailable(Exception):
+    """The window's metrics could not be read (the source's reason in the message)."""
+
+
+@dataclass(frozen=True)
+class PodRequest:
+    """A pod asks for `amount` of the extended resource `resource` (kube-state-metrics' label,
+    e.g. `nvidia_com_mig_1g_10gb` for `nvidia.com/mig-1g.10gb`)."""
+
+    namespace: str
+    pod: str
+    resource: str
+    amount: Decimal
+
+
+@dataclass(frozen=True)
+class PodRunning:
+    namespace: str
+    pod: str
+    seconds: int
+
+
+@dataclass(frozen=True)
+class DeviceUse:
+    """One pod's view of one GPU (or MIG instance) during the window.
+
+    `busy_seconds`: the integral of utilisation (1.0 = the whole device busy) over the window;
+    `memory_mib_seconds`: the integral of framebuffer in use. When several pods share a device
+    (time-slicing, memory slices), each carries the device's numbers and collection splits them.
+    """
+
+    namespace: str
+    pod: str
+    node: str
+    device: str  # the GPU's UUID, with the MIG instance id for a MIG slice
+    model_name: str
+    mig_profile: str  # e.g. "1g.10gb"; empty for a whole device
+    busy_seconds: Decimal
+    memory_mib_seconds: Decimal
+
+
+@dataclass(frozen=True)
+class XidReport:
+    node: str
+    gpu_uuid: str
+    model_name: str
+    last_xid: int
+
+
+@dataclass
+class WindowMetrics:
+    requests: list[PodRequest] = field(default_factory=list)
+    running: list[PodRunning] = field(default_factory=list)
+    devices: list[DeviceUse] = field(default_factory=list)
+    xids: list[XidReport] = field(default_factory=list)
+    queries: int = 0
+
+
+class MetricsSource(Protocol):
+    def window(self, start: datetime, *, resources: Iterable[str]) -> WindowMetrics:
+        """The metrics of [start, start + 1 h) for pods asking for `resources`
+        (kube-state-metrics resource labels). Raises MetricsUnavailable."""
+        ...
+
+
+def resource_label(name: str) -> str:
+    """kube-state-metrics' label for an extended resource: `nvidia.com/gpu` → `nvidia_com_gpu`."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name)
+
+
+def _key(sample: Sample, *names: str) -> tuple[str, ...]:
+    return tuple(sample.labels.get(name, "") for name in names)
+
+
+class PrometheusSource:
+    """A cluster's Prometheus: six queries per window."""
+
+    def __init__(self, gateway: PrometheusGateway, *, interval_seconds: int) -> None:
+        self.gateway = gateway
+        self.interval = Decimal(interval_seconds)
+
+    def _query(self, metrics: WindowMetrics, promql: str, at: datetime) -> list[Sample]:
+        metrics.queries += 1
+        try:
+            return [s for s in self.gateway.query(promql, at=at) if s.value.is_finite()]
+        except PrometheusError as error:
+            raise MetricsUnavailable(str(error)) from error
+
+    def window(self, start: datetime, *, resources: Iterable[str]) -> WindowMetrics:
+        at = start + WINDOW - timedelta(milliseconds=1)
+        span = f"[{int(WINDOW.total_seconds())}s]"
+        metrics = WindowMetrics()
+        wanted = sorted({re.escape(name) for name in resources})
+        if wanted:
+            selector = f'kube_pod_container_resource_requests{{resource=~"{"|".join(wanted)}"}}'
+            for sample in self._query(
+                metrics,
+                f"sum by (namespace, pod, resource) (max_over_time({selector}{span}))",
+                at,
+            ):
+                namespace, pod, resource = _key(sample, "namespace", "pod", "resource")
+                metrics.requests.append(PodRequest(namespace, pod, resource, sample.value))
+            for sample in self._query(
+                metrics,
+                "max by (namespace, pod) "
+                f'(sum_over_time(kube_pod_status_phase{{phase="Running"}}{span}))',
+                at,
+            ):
+                namespace, pod = _key(sample, "namespace", "pod")
+                seconds = int(sample.value * self.interval)
+                metrics.running.append(PodRunning(namespace, pod, seconds))
+        labels = DEVICE_LABELS.split(", ")
+        busy: dict[tuple[str, ...], Decimal] = {}
+        for sample in self._query(
+            metrics, f"sum by ({DEVICE_LABELS}) (sum_over_time(DCGM_FI_DEV_GPU_UTIL{span}))", at
+        ):
+            busy[_key(sample, *labels)] = sample.value * self.interval / 100
+        # Where the profiling metric exists (always for MIG instances) it is the better one.
+        for sample in self._query(
+            metrics,
+            f"sum by ({DEVICE_LABELS}) (sum_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{span}))",
+            at,
+        ):
+            busy[_key(sample, *labels)] = sample.value * self.interval
+        memory: dict[tuple[str, ...], Decimal] = {}
+        for sample in self._query(
+            metrics, f"sum by ({DEVICE_LABELS}) (sum_over_time(DCGM_FI_DEV_FB_USED{span}))", at
+        ):
+            memory[_key(sample, *labels)] = sample.value * self.interval
+        for key in sorted(busy.keys() | memory.keys()):
+            namespace, pod, node, uuid, instance, profile, model_name = key
+            metrics.devices.append(
+                DeviceUse(
+                    namespace=namespace,
+                    pod=pod,
+                    node=node,
+                    device=f"{uuid}/{instance}" if instance else uuid,
+                    model_name=model_name,
+                    mig_profile=profile,
+                    busy_seconds=busy.get(key, Decimal(0)),
+                    memory_mib_seconds=memory.get(key, Decimal(0)),
+                )
+            )
+        for sample in self._query(
+            metrics,
+            f"max by (Hostname, UUID, modelName) (max_over_time(DCGM_FI_DEV_XID_ERRORS{span})) > 0",
+            at,
+        ):
+            node, uuid, model_name = _key(sample, "Hostname", "UUID", "modelName")
+            metrics.xids.append(XidReport(node, uuid, model_name, int(sample.value)))
+        return metrics
