@@ -1,0 +1,6 @@
+"""Usage pages."""
+
+from django.urls import URLPattern
+
+app_name = "metering"
+urlpatterns: list[URLPattern] = []
