@@ -38,6 +38,16 @@ class ClusterForm(forms.Form):
     notebook_url_scheme = forms.ChoiceField(
         choices=[("https", "https"), ("http", "http")], required=False, initial="https"
     )
+    prometheus_url = forms.CharField(
+        required=False,
+        help_text="The cluster's Prometheus for usage metering; empty: PROMETHEUS_URL",
+    )
+    metrics_interval_seconds = forms.IntegerField(
+        min_value=1,
+        max_value=3600,
+        initial=30,
+        help_text="Scrape interval of kube-state-metrics and the DCGM exporter there",
+    )
     enabled = forms.BooleanField(required=False, initial=True)
 
     def clean_notebook_url_scheme(self) -> str:

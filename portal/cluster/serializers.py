@@ -58,7 +58,8 @@ class ClusterSerializer(serializers.ModelSerializer[Cluster]):
             "name", "mode", "applies", "connection", "kubeconfig_path", "kubeconfig_context",
             "namespace_prefix", "ingress_namespace_labels", "monitoring_namespace_labels",
             "identity_prefix", "pods_per_namespace", "volumes_per_namespace",
-            "notebook_host_pattern", "notebook_ingress_class", "notebook_url_scheme", "enabled",
+            "notebook_host_pattern", "notebook_ingress_class", "notebook_url_scheme",
+            "prometheus_url", "metrics_interval_seconds", "enabled",
             "capacity_collected_at", "reconciled_at", "created_at",
         )  # fmt: skip
         read_only_fields: tuple[str, ...] = (

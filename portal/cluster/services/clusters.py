@@ -27,6 +27,8 @@ CLUSTER_FIELDS = (
     "notebook_host_pattern",
     "notebook_ingress_class",
     "notebook_url_scheme",
+    "prometheus_url",
+    "metrics_interval_seconds",
     "enabled",
 )
 
