@@ -1,0 +1,332 @@
+"""Collection against a real Prometheus holding known history (promtool-backfilled blocks).
+
+The story, on cluster gpu-east (namespace prefix t-), from T0 (an hour boundary, days ago):
+- the developer's notebook holds a whole A100 from T0+0:30 to T0+2:15 (ledger); its pod runs
+  T0+0:40 to T0+2:10 at 50 % utilisation with 10 GiB of framebuffer;
+- an allocation of a MIG 1g.10gb slice from T0+1:00 to T0+1:20 with no workload (reserved only);
+- a kubectl job `train-mig` on a MIG 1g.10gb instance, T0+1:00 to T0+2:00, engine 70 % active;
+- two pods `ts-a`, `ts-b` on one time-sliced GPU (1/4 shares), T0+1:00 to T0+2:00, the device
+  80 % busy;
+- a pod in `kube-system` (not a tenant's) on a whole GPU, T0+1:00 to T0+2:00, 20 % busy;
+- a batch pod asking for two GPUs from T0+2:00 to T0+50:00, across two days, 100 % busy.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+
+from portal.accounts.models import User
+from portal.allocations.models import GpuRequest
+from portal.catalog.gpu_eq import gpu_eq_sum
+from portal.catalog.models import GpuModel, Offering, SharingBackend
+from portal.catalog.services import gpu_pool_create
+from portal.cluster.models import Cluster
+from portal.cluster.services import cluster_create
+from portal.metering.collection import (
+    hour_floor,
+    meter_cluster,
+    metering_begin,
+    window_collect,
+)
+from portal.metering.models import (
+    MeteringState,
+    UsageDaily,
+    UsageRecord,
+    UsageWindow,
+    WindowState,
+    WorkloadKind,
+)
+from portal.metering.selectors import UsageQuery, usage_totals, usage_watermarks
+from portal.metering.services import metrics_source_for
+from portal.workloads.models import Notebook
+from tenants.models import Tenant
+from tenants.services import quota_set, tenant_update
+from tests.metering.history import History, HistoryPrometheus
+from tests.workloads.conftest import allocation_of, launch
+
+H = timedelta(hours=1)
+M = timedelta(minutes=1)
+T0 = hour_floor(datetime.now(UTC)) - timedelta(days=4)
+NAMESPACE = "t-vision"
+
+
+def at(hours: float) -> datetime:
+    return T0 + timedelta(hours=hours)
+
+
+@dataclass
+class Story:
+    cluster: Cluster
+    prometheus: HistoryPrometheus
+    notebook: Notebook
+    notebook_allocation: GpuRequest
+    mig_allocation: GpuRequest
+
+
+# The notebook's id decides its pod's name, so the history is written once the notebook exists;
+# one Prometheus per test keeps the tests apart.
+
+
+@pytest.fixture
+def story(
+    tenant_a: Tenant, developer: User, admin_user: User, catalog: dict[str, Offering]
+) -> Iterator[Story]:
+    a100 = GpuModel.objects.get(slug="a100-80gb")
+    for name, backend in [("whole", "whole"), ("mig", "mig"), ("shared", "time-slicing")]:
+        gpu_pool_create(
+            actor=None,
+            cluster="gpu-east",
+            name=f"a100-{name}",
+            gpu_model=a100,
+            backend=SharingBackend.objects.get(slug=backend),
+            node_count=2,
+        )
+    quota_set(actor=admin_user, tenant=tenant_a, gpu_model=a100, gpu_eq=10)
+    tenant_update(actor=admin_user, tenant=tenant_a, auto_approve_gpu_eq="2")
+    cluster = cluster_create(actor=None, name="gpu-east", metrics_interval_seconds=30)
+    notebook_allocation = allocation_of(developer, tenant_a, catalog["a100-80gb-whole"])
+    notebook = launch(developer, notebook_allocation)
+    mig_allocation = allocation_of(developer, tenant_a, catalog["a100-80gb-mig-1g-10gb"])
+    GpuRequest.objects.filter(pk=notebook_allocation.pk).update(
+        starts_at=at(0.5), ends_at=at(2.25)
+    )
+    GpuRequest.objects.filter(pk=mig_allocation.pk).update(
+        starts_at=at(1), ends_at=at(1) + 20 * M
+    )
+
+    history = History(interval=30)
+    pod = f"{notebook.kubernetes_name}-0"
+    history.pod(namespace=NAMESPACE, pod=pod, start=at(0) + 40 * M, end=at(2) + 10 * M,
+                requests={"nvidia_com_gpu": 1})  # fmt: skip
+    history.gpu(namespace=NAMESPACE, pod=pod, uuid="GPU-1", start=at(0) + 40 * M,
+                end=at(2) + 10 * M, util_percent=50, fb_used_mib=10240)  # fmt: skip
+    history.pod(namespace=NAMESPACE, pod="train-mig", start=at(1), end=at(2),
+                requests={"nvidia_com_mig_1g_10gb": 1})  # fmt: skip
+    history.gpu(namespace=NAMESPACE, pod="train-mig", uuid="GPU-2", start=at(1), end=at(2),
+                engine_active=0.7, fb_used_mib=5120, mig_instance="3",
+                mig_profile="1g.10gb")  # fmt: skip
+    for name in ("ts-a", "ts-b"):
+        history.pod(namespace=NAMESPACE, pod=name, start=at(1), end=at(2),
+                    requests={"nvidia_com_gpu_shared": 1})  # fmt: skip
+        history.gpu(namespace=NAMESPACE, pod=name, uuid="GPU-3", start=at(1), end=at(2),
+                    util_percent=80, fb_used_mib=2048)  # fmt: skip
+    history.pod(namespace="kube-system", pod="probe", start=at(1), end=at(2),
+                requests={"nvidia_com_gpu": 1})  # fmt: skip
+    history.gpu(namespace="kube-system", pod="probe", uuid="GPU-4", start=at(1), end=at(2),
+                util_percent=20)  # fmt: skip
+    history.pod(namespace=NAMESPACE, pod="batch-long", start=at(2), end=at(50),
+                requests={"nvidia_com_gpu": 2})  # fmt: skip
+    history.gpu(namespace=NAMESPACE, pod="batch-long", uuid="GPU-5", start=at(2), end=at(50),
+                util_percent=100)  # fmt: skip
+
+    with HistoryPrometheus(history) as prometheus:
+        cluster.prometheus_url = prometheus.url
+        cluster.save(update_fields=["prometheus_url"])
+        metering_begin(cluster=cluster, at=T0)
+        yield Story(cluster, prometheus, notebook, notebook_allocation, mig_allocation)
+
+
+def collect(story: Story, hours: int) -> None:
+    """Collect the first `hours` windows, as the periodic task would at that time."""
+    source = metrics_source_for(story.cluster)
+    assert source is not None
+    result = meter_cluster(story.cluster, source, now=at(hours) + 5 * M)
+    assert result.failed is None, result.error
+    assert len(result.collected) == hours
+
+
+def record(story: Story, hour: int, **lookup: object) -> UsageRecord:
+    return UsageRecord.objects.get(cluster=story.cluster, hour=at(hour), **lookup)
+
+
+def test_reserved_requested_and_used_are_exact_for_a_notebook_across_hours(story: Story) -> None:
+    collect(story, 3)
+    notebook = {"notebook": story.notebook}
+
+    first, second, third = (record(story, hour, **notebook) for hour in range(3))
+
+    assert (first.reserved, second.reserved, third.reserved) == (
+        Fraction(1, 2), Fraction(1), Fraction(1, 4),
+    )  # fmt: skip
+    assert (first.requested, second.requested, third.requested) == (
+        Fraction(1, 3), Fraction(1), Fraction(1, 6),
+    )  # fmt: skip
+    assert (first.used_gpu_hours, second.used_gpu_hours, third.used_gpu_hours) == (
+        Decimal("0.166667"), Decimal("0.500000"), Decimal("0.083333"),
+    )  # fmt: skip
+    assert first.memory_gib_hours == Decimal("3.333333")
+    assert first.workload_kind == WorkloadKind.NOTEBOOK
+    assert first.user == story.notebook.owner
+    assert first.offering.slug == "a100-80gb-whole"
+    assert first.allocation_id == story.notebook_allocation.pk
+
+
+def test_a_mig_slice_and_an_allocation_without_a_workload(story: Story) -> None:
+    collect(story, 2)
+
+    job = record(story, 1, workload="train-mig")
+    reservation = record(story, 1, allocation=story.mig_allocation)
+
+    assert job.workload_kind == WorkloadKind.POD
+    assert job.user is None
+    assert job.offering.slug == "a100-80gb-mig-1g-10gb"
+    assert job.requested == Fraction(1, 7)
+    assert job.used_gpu_hours == Decimal("0.100000")  # 70 % of 1/7 of a GPU for an hour
+    assert job.memory_gib_hours == Decimal("5.000000")
+    assert reservation.workload_kind == WorkloadKind.ALLOCATION
+    assert reservation.reserved == Fraction(1, 21)  # 1/7 GPU-eq for 20 minutes
+    assert reservation.requested == 0
+
+
+def test_a_time_sliced_gpu_is_split_between_the_pods_on_it(story: Story) -> None:
+    collect(story, 2)
+
+    shares = [record(story, 1, workload=name) for name in ("ts-a", "ts-b")]
+
+    for share in shares:
+        assert share.offering.slug == "a100-80gb-time-slicing-1-4"
+        assert share.requested == Fraction(1, 4)
+        assert share.used_gpu_hours == Decimal("0.400000")  # the device's 0.8, halved
+        assert share.memory_gib_hours == Decimal("1.000000")
+
+
+def test_usage_in_a_namespace_the_portal_does_not_manage_is_kept_unattributed(
+    story: Story,
+) -> None:
+    collect(story, 2)
+
+    kept = record(story, 1, namespace="kube-system")
+
+    assert kept.tenant is None
+    assert kept.workload_kind == WorkloadKind.UNATTRIBUTED
+    assert kept.requested == 1
+    assert kept.used_gpu_hours == Decimal("0.200000")
+
+
+def test_a_pod_across_days_is_split_at_every_hour_and_rolled_up_per_day(story: Story) -> None:
+    collect(story, 50)
+
+    hours = UsageRecord.objects.filter(workload="batch-long").order_by("hour")
+    assert [row.hour for row in hours] == [at(hour) for hour in range(2, 50)]
+    assert {row.requested for row in hours} == {Fraction(2)}
+    assert {row.used_gpu_hours for row in hours} == {Decimal("1.000000")}
+    # The rollup holds each day's sums, and the days add up to the hours.
+    days = UsageDaily.objects.filter(cluster=story.cluster, tenant__slug="vision")
+    assert gpu_eq_sum(days, name="requested") == gpu_eq_sum(
+        UsageRecord.objects.filter(tenant__slug="vision"), name="requested"
+    )
+    assert gpu_eq_sum(days, name="requested") == Fraction(
+        1, 3) + 1 + Fraction(1, 6) + Fraction(1, 7) + Fraction(1, 2) + 2 * 48  # fmt: skip
+    assert {row.day for row in days} == {at(hour).date() for hour in range(50)}
+
+
+def test_a_window_collected_twice_leaves_the_same_rows(story: Story) -> None:
+    collect(story, 2)
+    source = metrics_source_for(story.cluster)
+    assert source is not None
+    before = sorted(
+        UsageRecord.objects.filter(hour=at(1)).values_list(
+            "workload", "reserved_num", "reserved_den", "requested_num", "requested_den",
+            "used_gpu_hours", "memory_gib_hours",
+        )
+    )  # fmt: skip
+
+    window = window_collect(story.cluster, at(1), source)
+
+    after = sorted(
+        UsageRecord.objects.filter(hour=at(1)).values_list(
+            "workload", "reserved_num", "reserved_den", "requested_num", "requested_den",
+            "used_gpu_hours", "memory_gib_hours",
+        )
+    )  # fmt: skip
+    assert after == before
+    assert len(before) == 6  # notebook, reservation, train-mig, ts-a, ts-b, kube-system
+    assert window.attempts == 2
+    assert window.state == WindowState.DONE
+
+
+def test_an_interrupted_window_is_redone_and_the_watermark_waits_for_it(story: Story) -> None:
+    collect(story, 2)
+    # A worker died while collecting the next window: its fill state says started.
+    UsageWindow.objects.create(cluster=story.cluster, start=at(2), state=WindowState.STARTED)
+    state = MeteringState.objects.get(cluster=story.cluster)
+    assert state.complete_until == at(2)
+
+    source = metrics_source_for(story.cluster)
+    assert source is not None
+    result = meter_cluster(story.cluster, source, now=at(3) + 5 * M)
+
+    assert result.collected == [at(2)]
+    assert UsageWindow.objects.get(start=at(2)).state == WindowState.DONE
+    assert record(story, 2, notebook=story.notebook).requested == Fraction(1, 6)
+    state.refresh_from_db()
+    assert state.complete_until == at(3)
+
+
+def test_windows_missed_while_prometheus_was_down_are_caught_up_in_order(story: Story) -> None:
+    collect(story, 1)
+    source = metrics_source_for(story.cluster)
+    assert source is not None
+    story.prometheus.pause()
+
+    down = meter_cluster(story.cluster, source, now=at(3) + 5 * M)
+
+    assert down.collected == []
+    assert down.failed == at(1)
+    assert "unreachable" in down.error
+    failed = UsageWindow.objects.get(cluster=story.cluster, start=at(1))
+    assert failed.state == WindowState.FAILED
+    assert "unreachable" in failed.error
+    [mark] = usage_watermarks()
+    assert mark.complete_until == at(1)  # the gap shows: complete only up to the outage
+    assert "unreachable" in mark.last_error
+    assert not UsageWindow.objects.filter(start=at(2)).exists()  # never past a hole
+
+    story.prometheus.start()
+    back = meter_cluster(story.cluster, source, now=at(3) + 5 * M)
+
+    assert back.collected == [at(1), at(2)]
+    [mark] = usage_watermarks()
+    assert mark.complete_until == at(3)
+    assert mark.last_error == ""
+    assert UsageWindow.objects.get(start=at(1)).attempts == 2
+    assert record(story, 1, notebook=story.notebook).requested == 1
+
+
+def test_a_window_is_not_collected_before_its_last_scrapes_landed(story: Story) -> None:
+    source = metrics_source_for(story.cluster)
+    assert source is not None
+
+    result = meter_cluster(story.cluster, source, now=at(1) + timedelta(seconds=60))
+
+    assert result.collected == []  # the first window ended a minute ago: not settled yet
+    assert not UsageRecord.objects.exists()
+
+
+def test_usage_totals_per_tenant_and_day_agree_with_the_hours(
+    story: Story, admin_user: User, lead: User, developer: User
+) -> None:
+    collect(story, 3)
+    day = at(0).date()
+
+    [everyone] = usage_totals(admin_user, UsageQuery(start=day, end=day + timedelta(days=1)))
+    by_tenant = usage_totals(
+        admin_user, UsageQuery(start=day, end=day + timedelta(days=1), group_by=["tenant"])
+    )
+    mine = usage_totals(
+        developer,
+        UsageQuery(start=day, end=day + timedelta(days=1), user=developer, group_by=["workload"]),
+    )
+
+    assert everyone.requested == sum(row.requested for row in by_tenant)
+    assert {(row.group["tenant"], row.group["namespace"]) for row in by_tenant} == {
+        ("vision", NAMESPACE), (None, "kube-system"),
+    }  # fmt: skip
+    reserved = {row.group["workload"]: row.reserved for row in mine}
+    assert reserved == {
+        story.notebook.name: Fraction(7, 4), f"allocation-{story.mig_allocation.pk}": Fraction(1, 21),
+    }  # fmt: skip
