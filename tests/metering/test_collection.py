@@ -328,5 +328,6 @@ def test_usage_totals_per_tenant_and_day_agree_with_the_hours(
     }  # fmt: skip
     reserved = {row.group["workload"]: row.reserved for row in mine}
     assert reserved == {
-        story.notebook.name: Fraction(7, 4), f"allocation-{story.mig_allocation.pk}": Fraction(1, 21),
-    }  # fmt: skip
+        story.notebook.name: Fraction(7, 4),
+        f"allocation-{story.mig_allocation.pk}": Fraction(1, 21),
+    }
