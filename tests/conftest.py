@@ -300,6 +300,7 @@ REAL_SERVICES = {
     "PostgreSQL": {"db", "transactional_db", "live_server"},
     "Redis + a Celery worker": {"celery_worker"},
     "Prometheus (DCGM-like exporter)": {"dcgm_exporter"},
+    "Prometheus on promtool-backfilled history": {"history_prometheus"},
     "Chromium (Playwright)": {"page"},
     "OpenID Connect provider": {"oidc_provider"},
     "the demo's own server (gunicorn on SQLite)": {"demo"},

@@ -11,7 +11,7 @@ The story, on cluster gpu-east (namespace prefix t-), from T0 (an hour boundary,
 - a batch pod asking for two GPUs from T0+2:00 to T0+50:00, across two days, 100 % busy.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -73,8 +73,12 @@ class Story:
 
 @pytest.fixture
 def story(
-    tenant_a: Tenant, developer: User, admin_user: User, catalog: dict[str, Offering]
-) -> Iterator[Story]:
+    tenant_a: Tenant,
+    developer: User,
+    admin_user: User,
+    catalog: dict[str, Offering],
+    history_prometheus: Callable[[History], HistoryPrometheus],
+) -> Story:
     a100 = GpuModel.objects.get(slug="a100-80gb")
     for name, backend in [("whole", "whole"), ("mig", "mig"), ("shared", "time-slicing")]:
         gpu_pool_create(
@@ -91,12 +95,8 @@ def story(
     notebook_allocation = allocation_of(developer, tenant_a, catalog["a100-80gb-whole"])
     notebook = launch(developer, notebook_allocation)
     mig_allocation = allocation_of(developer, tenant_a, catalog["a100-80gb-mig-1g-10gb"])
-    GpuRequest.objects.filter(pk=notebook_allocation.pk).update(
-        starts_at=at(0.5), ends_at=at(2.25)
-    )
-    GpuRequest.objects.filter(pk=mig_allocation.pk).update(
-        starts_at=at(1), ends_at=at(1) + 20 * M
-    )
+    GpuRequest.objects.filter(pk=notebook_allocation.pk).update(starts_at=at(0.5), ends_at=at(2.25))
+    GpuRequest.objects.filter(pk=mig_allocation.pk).update(starts_at=at(1), ends_at=at(1) + 20 * M)
 
     history = History(interval=30)
     pod = f"{notebook.kubernetes_name}-0"
@@ -123,11 +123,11 @@ def story(
     history.gpu(namespace=NAMESPACE, pod="batch-long", uuid="GPU-5", start=at(2), end=at(50),
                 util_percent=100)  # fmt: skip
 
-    with HistoryPrometheus(history) as prometheus:
-        cluster.prometheus_url = prometheus.url
-        cluster.save(update_fields=["prometheus_url"])
-        metering_begin(cluster=cluster, at=T0)
-        yield Story(cluster, prometheus, notebook, notebook_allocation, mig_allocation)
+    prometheus = history_prometheus(history)
+    cluster.prometheus_url = prometheus.url
+    cluster.save(update_fields=["prometheus_url"])
+    metering_begin(cluster=cluster, at=T0)
+    return Story(cluster, prometheus, notebook, notebook_allocation, mig_allocation)
 
 
 def collect(story: Story, hours: int) -> None:
