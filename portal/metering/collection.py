@@ -149,6 +149,7 @@ def meter_cluster(
 def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> UsageWindow:
     """Collect the window starting at `start` (again, if it was): see the module docstring."""
     start = hour_floor(start)
+    metering_state(cluster)
     with transaction.atomic():
         window, _ = UsageWindow.objects.select_for_update().get_or_create(
             cluster=cluster, start=start, defaults={"state": WindowState.STARTED}

@@ -1,27 +1,33 @@
 """Visibility as structure: every model with a tenant has `visible_to(user)`, and each persona
 sees exactly what the rules say (DOMAIN.md), through `visible_to` and `get_visible_or_404`."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
+from django.utils import timezone
 
 from portal.accounts.models import User
 from portal.accounts.services import user_create
 from portal.allocations.models import GpuRequest
 from portal.catalog.models import NotebookImage, Offering
 from portal.catalog.services import notebook_image_create
-from portal.cluster.models import ProvisioningResult, ProvisioningRun
+from portal.cluster.models import Cluster, ProvisioningResult, ProvisioningRun
 from portal.cluster.services import cluster_create
 from portal.core.errors import NotFound
 from portal.core.models import AuditEvent
 from portal.core.visibility import VisibleQuerySet, get_visible_or_404, has_scope
 from portal.directory.models import DirectoryChange, DirectoryReport
 from portal.directory.services import directory_tenant_queue
+from portal.metering.collection import hour_floor, window_collect
+from portal.metering.models import UsageDaily, UsageRecord
+from portal.metering.sources import DeviceUse, WindowMetrics
 from portal.workloads.models import Notebook
 from tenants.models import MemberRole, Membership, Quota, QuotaRequest, Tenant
 from tenants.services import (
@@ -142,6 +148,9 @@ def world(
         requests[name] = allocation_of(user, tenant, offering)
         notebooks[name] = launch(user, allocation_of(user, tenant, offering))
     run_queued()
+    # An hour of usage from the ledger (each allocation's notebook) and a busy GPU in a namespace
+    # no tenant owns: rows of tenant A, tenant B, and of no tenant.
+    window_collect(Cluster.objects.get(name="demo"), hour_floor(timezone.now()), _Metrics())
     quota_requests = {
         tenant.slug: quota_request_create(
             actor=user, tenant=tenant, gpu_model=offering.gpu_model, amount=1, reason="more"
@@ -166,6 +175,17 @@ def world(
         notebooks=notebooks,
         quota_requests=quota_requests,
     )
+
+
+class _Metrics:
+    """A metrics source at the network edge: one busy GPU in kube-system, nothing else."""
+
+    def window(self, start: datetime, *, resources: Iterable[str]) -> WindowMetrics:
+        busy = DeviceUse(
+            namespace="kube-system", pod="probe", node="n1", device="GPU-9", model_name="",
+            mig_profile="", busy_seconds=Decimal(1800), memory_mib_seconds=Decimal(0),
+        )  # fmt: skip
+        return WindowMetrics(devices=[busy])
 
 
 # What each persona sees, as the rules say it (DOMAIN.md), per model.
@@ -249,6 +269,28 @@ def _expected_audit_events(w: World, persona: str) -> Callable[[AuditEvent], boo
     }[persona]
 
 
+def _expected_usage(w: World, persona: str) -> Callable[[UsageRecord], bool]:
+    """Finance and admins: all, unattributed too; leads: their tenants'; everyone: their own."""
+    return {
+        "developer": lambda row: row.user == w["developer"],
+        "lead": lambda row: row.tenant == w.a or row.user == w["lead"],
+        "outsider": lambda row: row.user == w["outsider"],
+        "finance": everything,
+        "admin": everything,
+    }[persona]
+
+
+def _expected_daily_usage(w: World, persona: str) -> Callable[[UsageDaily], bool]:
+    """The rollup has no user: finance and admins all; leads their tenants'; developers none."""
+    return {
+        "developer": nothing,
+        "lead": lambda row: row.tenant == w.a,
+        "outsider": nothing,
+        "finance": everything,
+        "admin": everything,
+    }[persona]
+
+
 def _expected_images(_w: World, persona: str) -> Callable[[NotebookImage], bool]:
     """Admins: every image; everyone else: the enabled ones."""
     return (everything) if persona == "admin" else (lambda row: row.enabled)
@@ -271,6 +313,8 @@ EXPECTED: dict[type[models.Model], Callable[[World, str], Callable[[Any], bool]]
     AuditEvent: _expected_audit_events,
     NotebookImage: _expected_images,
     DirectoryChange: _expected_directory_changes,
+    UsageRecord: _expected_usage,
+    UsageDaily: _expected_daily_usage,
 }
 
 
