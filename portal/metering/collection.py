@@ -211,8 +211,9 @@ def _advance_watermark(cluster: Cluster) -> None:
 
 
 def _resource_labels(cluster: Cluster) -> set[str]:
-    """The extended resources of every offering, as kube-state-metrics labels them."""
-    names: set[str] = set()
+    """The extended resources of every offering, as kube-state-metrics labels them, and whole
+    GPUs of either vendor even before the catalog names them."""
+    names: set[str] = {"nvidia_com_gpu", "amd_com_gpu"}
     for resources in Offering.objects.values_list("resources", flat=True):
         names.update(resource_label(name) for name in resources)
     return names
