@@ -43,12 +43,16 @@ class ClusterForm(forms.Form):
         help_text="The cluster's Prometheus for usage metering; empty: PROMETHEUS_URL",
     )
     metrics_interval_seconds = forms.IntegerField(
+        required=False,
         min_value=1,
         max_value=3600,
         initial=30,
         help_text="Scrape interval of kube-state-metrics and the DCGM exporter there",
     )
     enabled = forms.BooleanField(required=False, initial=True)
+
+    def clean_metrics_interval_seconds(self) -> int:
+        return int(self.cleaned_data["metrics_interval_seconds"] or 30)
 
     def clean_notebook_url_scheme(self) -> str:
         return str(self.cleaned_data["notebook_url_scheme"] or "https")

@@ -166,6 +166,20 @@ def test_admin_registers_a_cluster_and_every_tenant_gets_a_run(
     )
     assert bad.status_code == 400
     assert "monitoring_namespace_labels" in bad.json()["error"]["fields"]
+    for field, value in [("prometheus_url", "ftp://prom:9090"), ("metrics_interval_seconds", 0)]:
+        refused = client.patch(
+            reverse("api:cluster", args=["prod"]), {field: value}, content_type="application/json"
+        )
+        assert refused.status_code == 400, refused.content
+        assert field in refused.json()["error"]["fields"]
+    metered = client.patch(
+        reverse("api:cluster", args=["prod"]),
+        {"prometheus_url": "http://prometheus.monitoring:9090", "metrics_interval_seconds": 15},
+        content_type="application/json",
+    )
+    assert metered.status_code == 200, metered.content
+    assert metered.json()["prometheus_url"] == "http://prometheus.monitoring:9090"
+    assert AuditEvent.objects.filter(action="cluster.update").count() == 1
 
 
 def test_only_admins_see_clusters(db, client_for, lead, outsider):
