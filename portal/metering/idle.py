@@ -73,9 +73,7 @@ def idle_allocations(
     used: dict[int, Decimal] = {}
     for row in sums:
         pk = row["allocation_id"]
-        reserved[pk] = reserved.get(pk, Fraction(0)) + Fraction(
-            row["reserved"], row["reserved_den"]
-        )
+        reserved[pk] = reserved.get(pk, Fraction(0)) + Fraction(row["held"], row["reserved_den"])
         used[pk] = used.get(pk, Decimal(0)) + row["busy"]
     idle = {
         pk: held

@@ -220,8 +220,11 @@ def usage_page(
     if request.GET.get("format") == "csv":
         wanted = request.GET.get("table", tables[0].name if tables else "")
         table = next((table for table in tables if table.name == wanted), None)
-        if table is None or not period.valid:
-            raise Http404("No such table for this period.")
+        if table is None:
+            raise Http404("No such table on this page.")
+        if not period.valid:
+            errors = "; ".join(f"{name}: {' '.join(e)}" for name, e in period.form.errors.items())
+            return HttpResponse(errors, status=400, content_type="text/plain; charset=utf-8")
         return csv_response(table, period, csv_prefix)
     query = {name: value for name, value in request.GET.items() if name not in ("format", "table")}
     page_context = {
