@@ -223,7 +223,10 @@ def usage_page(
         if table is None:
             raise Http404("No such table on this page.")
         if not period.valid:
-            errors = "; ".join(f"{name}: {' '.join(e)}" for name, e in period.form.errors.items())
+            errors = "; ".join(
+                f"{name}: {' '.join(str(e) for e in found)}"
+                for name, found in period.form.errors.items()
+            )
             return HttpResponse(errors, status=400, content_type="text/plain; charset=utf-8")
         return csv_response(table, period, csv_prefix)
     query = {name: value for name, value in request.GET.items() if name not in ("format", "table")}

@@ -302,7 +302,7 @@ def test_every_page_shows_the_watermark(client_for, developer, lead, admin_user,
         (client_for(admin_user), "all", []),
     ):
         html = page(client, name, usage.params, *args).content.decode()
-        assert f"Usage complete until <time datetime=\"{until.isoformat()}\">" in html
+        assert f'Usage complete until <time datetime="{until.isoformat()}">' in html
         assert "on cluster demo" in html
         assert 'data-testid="demo-badge"' not in html
 

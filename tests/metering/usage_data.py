@@ -178,13 +178,13 @@ class TableReader(HTMLParser):
         self.current: str | None = None
         self.row: list[str] | None = None
         self.cell: list[str] | None = None
-        self.header: dict[str, list[str]] = {}
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         found = dict(attrs)
-        if tag == "table" and found.get("data-table"):
-            self.current = found["data-table"]
-            self.tables[self.current] = []
+        name = found.get("data-table")
+        if tag == "table" and name:
+            self.current = name
+            self.tables[name] = []
         elif self.current and tag == "tr":
             self.row = []
         elif self.current and tag in ("td", "th") and self.row is not None:
