@@ -8,6 +8,12 @@
   var COLOURS = { reserved: "#0b6e4f", requested: "#b54708", used: "#1570ef" };
   var FALLBACK = ["#0b6e4f", "#b54708", "#1570ef", "#6941c6", "#b42318"];
 
+  var DAY = 86400;
+
+  function secondsToDay(seconds) {
+    return new Date(seconds * 1000).toISOString().slice(0, 10);
+  }
+
   function dayToSeconds(text) {
     var parts = text.split("-");
     return Date.UTC(+parts[0], +parts[1] - 1, +parts[2]) / 1000;
@@ -40,9 +46,9 @@
     pivot(table).forEach(function (group) {
       var box = document.createElement("figure");
       box.className = "usage-chart-box";
-      if (group.title) {
+      if (table.chart.split) {
         var caption = document.createElement("figcaption");
-        caption.textContent = group.title;
+        caption.textContent = group.title === "—" ? "GPU model not known" : group.title;
         box.appendChild(caption);
       }
       container.appendChild(box);
@@ -51,7 +57,14 @@
         height: 240,
         tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"); },
         scales: { x: { time: true } },
-        axes: [{}, { label: "hours", size: 60 }],
+        // Daily points: day ticks, labelled as the table's dates are (UTC).
+        axes: [
+          {
+            incrs: [DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY, 91 * DAY],
+            values: function (u, ticks) { return ticks.map(secondsToDay); },
+          },
+          { label: "hours", size: 60 },
+        ],
         series: [{ label: "day" }].concat(table.chart.series.map(function (name, i) {
           var colour = COLOURS[name] || FALLBACK[i % FALLBACK.length];
           return { label: labels[name], stroke: colour, width: 2, points: { show: true } };
