@@ -143,6 +143,11 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     # The schema and its docs describe the API, not anyone's data: public.
     "api-schema": ("get", "", (200, 200, 200, 200, 200, 200)),
     "api-docs": ("get", "", (200, 200, 200, 200, 200, 200)),
+    # Last: releasing the allocation stops the notebook the routes above use.
+    "metering:mine": ("get", "", (302, 200, 200, 200, 200, 200)),
+    "metering:tenant": ("get", "tenant", (302, 404, 200, 404, 200, 200)),
+    "metering:all": ("get", "", (302, 404, 404, 404, 200, 200)),
+    "metering:idle-release": ("post", "tenant_allocation", (302, 404, 302, 404, 403, 302)),
 }
 
 # Django's own admin has its own sign-in and staff check.
@@ -218,6 +223,7 @@ def walk_kwargs(
         "offering": {"slug": offering.slug},
         "notebook_image": {"slug": notebook_image.slug},
         "notebook": {"pk": notebook.pk},
+        "tenant_allocation": {"slug": tenant_a.slug, "pk": allocation.pk},
         "notebook_snooze": {"pk": notebook.pk, "action": "snooze"},
         "api_token": {"pk": api_token_create(actor=developer, name="walk").token.pk},
         "directory_change": {"pk": directory_change.pk},

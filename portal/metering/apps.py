@@ -7,7 +7,15 @@ class MeteringConfig(AppConfig):
     verbose_name = "Metering"
 
     def ready(self) -> None:
+        from portal.core.navigation import nav_register
         from portal.metering.activity import notebook_activity
         from portal.workloads.culling import activity_source
+        from tenants.pages import TenantSection, tenant_sections
 
         activity_source.register(notebook_activity)
+        # The tenant page links its leads (and finance, admins) to the tenant's usage.
+        tenant_sections.register(
+            "usage", TenantSection("metering/tenant_link.html#usage-link", lambda _tenant: {})
+        )
+        nav_register("My usage", "metering:mine", {"developer", "lead", "admin"}, position=35)
+        nav_register("Usage", "metering:all", {"finance", "admin"}, position=65)

@@ -1,6 +1,17 @@
 """Usage pages."""
 
-from django.urls import URLPattern
+from django.urls import path
+
+from portal.metering import views
 
 app_name = "metering"
-urlpatterns: list[URLPattern] = []
+urlpatterns = [
+    path("", views.mine, name="mine"),
+    path("all/", views.all_usage, name="all"),
+    path("tenants/<slug:slug>/", views.tenant_usage, name="tenant"),
+    path(
+        "tenants/<slug:slug>/allocations/<int:pk>/release/",
+        views.idle_release,
+        name="idle-release",
+    ),
+]

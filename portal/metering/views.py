@@ -1,0 +1,509 @@
+"""Usage pages: my usage, a tenant's usage with its idle allocations, and every tenant's.
+
+Each page is a set of tables built from `usage_totals` (the selector the API uses). A table is
+shown as HTML, downloaded as CSV (`?format=csv&table=<name>`, the same rows) and, when it has a
+chart, handed to static/js/usage-charts.js through `json_script` (the same rows again), so the
+chart, its table and the download cannot disagree. No inline script: the site's CSP forbids it.
+"""
+
+import csv
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from portal.allocations.selectors import gpu_request_for
+from portal.allocations.services import gpu_request_release
+from portal.catalog.models import GpuPool
+from portal.core.http import AuthenticatedHttpRequest
+from portal.metering.idle import DEFAULT_HOURS, DEFAULT_THRESHOLD, MAX_HOURS, idle_allocations
+from portal.metering.models import GpuHealth
+from portal.metering.selectors import (
+    UsageQuery,
+    UsageQueryError,
+    UsageRow,
+    usage_totals,
+    usage_watermarks,
+)
+from tenants.access import sees_everything, tenant_for, tenants_led_by
+from tenants.models import Tenant
+
+DEFAULT_DAYS = 14
+HEALTH_ROWS = 500
+PLACES = Decimal("0.001")
+
+
+# Tables: what the HTML, the CSV and the chart data are all made from
+
+
+@dataclass(frozen=True)
+class Chart:
+    """Draw `series` columns against `x` (a day column); one chart per value of `split`."""
+
+    x: str
+    series: tuple[str, ...]
+    split: str = ""
+
+
+@dataclass
+class Table:
+    name: str
+    title: str
+    columns: list[tuple[str, str]]  # (key, label)
+    rows: list[list[str]] = field(default_factory=list)
+    chart: Chart | None = None
+    note: str = ""
+
+    def as_data(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "columns": [key for key, _ in self.columns],
+            "labels": [label for _, label in self.columns],
+            "rows": self.rows,
+            "chart": None
+            if self.chart is None
+            else {"x": self.chart.x, "series": self.chart.series, "split": self.chart.split},
+        }
+
+
+def hours_text(value: Fraction | Decimal) -> str:
+    """GPU-(eq-)hours for tables, charts and CSV alike: three places."""
+    if isinstance(value, Fraction):
+        value = Decimal(value.numerator) / Decimal(value.denominator)
+    return f"{value.quantize(PLACES, rounding=ROUND_HALF_UP):f}"
+
+
+def utilisation_text(row: UsageRow) -> str:
+    utilisation = row.utilisation
+    if utilisation is None:
+        return ""
+    return f"{(utilisation * 100).quantize(Decimal('0.1'), rounding=ROUND_HALF_UP):f}"
+
+
+MEASURES: dict[str, tuple[str, Callable[[UsageRow], str]]] = {
+    "reserved": ("Reserved GPU-eq-h", lambda row: hours_text(row.reserved)),
+    "requested": ("Requested GPU-eq-h", lambda row: hours_text(row.requested)),
+    "used": ("Used GPU-h", lambda row: hours_text(row.used_gpu_hours)),
+    "memory": ("GPU memory GiB-h", lambda row: hours_text(row.memory_gib_hours)),
+    "utilisation": ("Used / reserved (%)", utilisation_text),
+}
+
+
+def measure_columns(names: Iterable[str]) -> list[tuple[str, str]]:
+    return [(name, MEASURES[name][0]) for name in names]
+
+
+def measure_cells(row: UsageRow, names: Iterable[str]) -> list[str]:
+    return [MEASURES[name][1](row) for name in names]
+
+
+def days_of(start: date, end: date) -> list[date]:
+    return [start + timedelta(days=offset) for offset in range((end - start).days + 1)]
+
+
+def daily_rows(
+    rows: Sequence[UsageRow], start: date, end: date, names: Sequence[str], *, by: str = ""
+) -> list[list[str]]:
+    """One row per day of the period (zeros where nothing was used), per value of `by`."""
+    found = {(row.group["day"], row.group.get(by) if by else None): row for row in rows}
+    splits = sorted({key[1] for key in found}, key=lambda value: (value is None, str(value)))
+    out = []
+    for split in splits or ([None] if not by else []):
+        for day in days_of(start, end):
+            row = found.get((day, split)) or UsageRow(group={})
+            prefix = [day.isoformat()] + ([label_of(split)] if by else [])
+            out.append(prefix + measure_cells(row, names))
+    return out
+
+
+def label_of(value: Any, empty: str = "—") -> str:
+    return empty if value in (None, "") else str(value)
+
+
+# The period asked for, and the idle look-back
+
+
+class UsagePeriodForm(forms.Form):
+    """`from` and `to` (ISO dates, inclusive; the last 14 days by default), and on a tenant's
+    page `hours`, how far back to look for idle allocations."""
+
+    def __init__(self, data: dict[str, str], *, with_hours: bool = False) -> None:
+        super().__init__(data)
+        date_input = forms.DateInput(attrs={"type": "date"})
+        self.fields["from"] = forms.DateField(label="From", widget=date_input)
+        self.fields["to"] = forms.DateField(label="To", widget=date_input)
+        if with_hours:
+            self.fields["hours"] = forms.IntegerField(
+                label="Idle over the last (hours)", min_value=1, max_value=MAX_HOURS
+            )
+
+
+@dataclass
+class Period:
+    form: UsagePeriodForm
+    start: date
+    end: date
+    hours: int = DEFAULT_HOURS
+
+    @property
+    def valid(self) -> bool:
+        return not self.form.errors
+
+    def fail(self, error: UsageQueryError) -> None:
+        self.form.add_error(error.field if error.field in self.form.fields else None, str(error))
+
+
+def period_of(request: AuthenticatedHttpRequest, *, with_hours: bool = False) -> Period:
+    today = timezone.now().astimezone(UTC).date()
+    defaults = {
+        "from": (today - timedelta(days=DEFAULT_DAYS - 1)).isoformat(),
+        "to": today.isoformat(),
+        "hours": str(DEFAULT_HOURS),
+    }
+    data = {name: request.GET.get(name) or value for name, value in defaults.items()}
+    form = UsagePeriodForm(data, with_hours=with_hours)
+    period = Period(form, today - timedelta(days=DEFAULT_DAYS - 1), today)
+    if form.is_valid():
+        period.start, period.end = form.cleaned_data["from"], form.cleaned_data["to"]
+        period.hours = form.cleaned_data.get("hours") or DEFAULT_HOURS
+        try:
+            UsageQuery(period.start, period.end).check()
+        except UsageQueryError as error:
+            period.fail(error)
+    return period
+
+
+def totals(request: AuthenticatedHttpRequest, period: Period, **query: Any) -> list[UsageRow]:
+    """usage_totals for the period, or nothing once the period is refused."""
+    if not period.valid:
+        return []
+    try:
+        return usage_totals(request.user, UsageQuery(period.start, period.end, **query))
+    except UsageQueryError as error:
+        period.fail(error)
+        return []
+
+
+# Rendering: the page, or one of its tables as CSV
+
+
+def csv_response(table: Table, period: Period, prefix: str) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    filename = f"{prefix}-{table.name}-{period.start}-{period.end}.csv"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    writer = csv.writer(response)
+    writer.writerow([label for _, label in table.columns])
+    writer.writerows(table.rows)
+    return response
+
+
+def usage_page(
+    request: AuthenticatedHttpRequest,
+    *,
+    template: str,
+    period: Period,
+    tables: list[Table],
+    csv_prefix: str,
+    context: dict[str, Any] | None = None,
+) -> HttpResponse:
+    if request.GET.get("format") == "csv":
+        wanted = request.GET.get("table", tables[0].name if tables else "")
+        table = next((table for table in tables if table.name == wanted), None)
+        if table is None:
+            raise Http404("No such table on this page.")
+        if not period.valid:
+            errors = "; ".join(
+                f"{name}: {' '.join(str(e) for e in found)}"
+                for name, found in period.form.errors.items()
+            )
+            return HttpResponse(errors, status=400, content_type="text/plain; charset=utf-8")
+        return csv_response(table, period, csv_prefix)
+    query = {name: value for name, value in request.GET.items() if name not in ("format", "table")}
+    page_context = {
+        "period": period,
+        "period_fields": [period.form[name] for name in period.form.fields],
+        "watermarks": usage_watermarks(),
+        "tables": {table.name: table for table in tables},
+        "chart_data": {"tables": [table.as_data() for table in tables if table.chart]},
+        "query": query,
+        **(context or {}),
+    }
+    return render(request, template, page_context, status=200 if period.valid else 400)
+
+
+# My usage
+
+
+@login_required
+def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Everyone's own usage: reserved vs used per day, and per notebook (or allocation)."""
+    period = period_of(request)
+    user = request.user
+    per_day = totals(request, period, group_by=("day",), user=user)
+    per_workload = totals(request, period, group_by=("workload",), user=user)
+    daily_measures = ("reserved", "used")
+    workload_measures = ("reserved", "requested", "used", "memory", "utilisation")
+    tables = [
+        Table(
+            "daily",
+            "Reserved and used per day",
+            [("day", "Day"), *measure_columns(daily_measures)],
+            daily_rows(per_day, period.start, period.end, daily_measures) if period.valid else [],
+            chart=Chart("day", daily_measures),
+        ),
+        Table(
+            "workloads",
+            "Per notebook",
+            [
+                ("kind", "Kind"),
+                ("workload", "Notebook or allocation"),
+                *measure_columns(workload_measures),
+            ],
+            [
+                [
+                    row.group["workload_kind"],
+                    label_of(row.group["workload"]),
+                    *measure_cells(row, workload_measures),
+                ]
+                for row in per_workload
+            ],
+        ),
+    ]
+    led = list(tenants_led_by(user).order_by("slug").values_list("slug", "name"))
+    return usage_page(
+        request,
+        template="metering/mine.html",
+        period=period,
+        tables=tables,
+        csv_prefix="my-usage",
+        context={"tenants_led": led},
+    )
+
+
+# A tenant's usage
+
+
+def tenant_usage_for(request: AuthenticatedHttpRequest, slug: str) -> Tenant:
+    """The tenant, for its leads, finance and admins (who see its usage); 404 for anyone else,
+    its developers included, so the page does not tell them more than their own usage page."""
+    tenant = tenant_for(request.user, slug)
+    user = request.user
+    if not sees_everything(user) and not tenants_led_by(user).filter(pk=tenant.pk).exists():
+        raise Http404("No such tenant.")
+    return tenant
+
+
+def may_release(request: AuthenticatedHttpRequest) -> bool:
+    """Leads and admins release a tenant's allocations; finance reads only."""
+    return request.user.is_portal_admin or not sees_everything(request.user)
+
+
+def idle_context(
+    request: AuthenticatedHttpRequest, tenant: Tenant, period: Period
+) -> dict[str, Any]:
+    idle = idle_allocations(tenant=tenant, hours=period.hours) if period.valid else []
+    return {
+        "tenant": tenant,
+        "idle": idle,
+        "hours": period.hours,
+        "threshold_percent": f"{DEFAULT_THRESHOLD * 100:.0f}",
+        "may_release": may_release(request),
+    }
+
+
+@login_required
+def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """A tenant's usage per model over time, per member and per workload; idle allocations."""
+    tenant = tenant_usage_for(request, slug)
+    period = period_of(request, with_hours=True)
+    per_model = totals(request, period, group_by=("day", "model"), tenant=tenant)
+    per_user = totals(request, period, group_by=("user",), tenant=tenant)
+    per_workload = totals(request, period, group_by=("workload",), tenant=tenant)
+    model_measures = ("reserved", "requested", "used")
+    measures = ("reserved", "requested", "used", "memory", "utilisation")
+    tables = [
+        Table(
+            "models",
+            "Per GPU model and day",
+            [("day", "Day"), ("model", "GPU model"), *measure_columns(model_measures)],
+            daily_rows(per_model, period.start, period.end, model_measures, by="model"),
+            chart=Chart("day", model_measures, split="model"),
+        ),
+        Table(
+            "members",
+            "Per member",
+            [("user", "Member"), *measure_columns(measures)],
+            [
+                [
+                    label_of(row.group["user"], "(pods not started by the portal)"),
+                    *measure_cells(row, measures),
+                ]
+                for row in per_user
+            ],
+        ),
+        Table(
+            "workloads",
+            "Per workload",
+            [("kind", "Kind"), ("workload", "Workload"), *measure_columns(measures)],
+            [
+                [
+                    row.group["workload_kind"],
+                    label_of(row.group["workload"]),
+                    *measure_cells(row, measures),
+                ]
+                for row in per_workload
+            ],
+        ),
+    ]
+    return usage_page(
+        request,
+        template="metering/tenant.html",
+        period=period,
+        tables=tables,
+        csv_prefix=f"usage-{tenant.slug}",
+        context=idle_context(request, tenant, period),
+    )
+
+
+@login_required
+@require_POST
+def idle_release(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Release one of the tenant's allocations from its usage page (allocations' service: the
+    state, the audit event and the namespace's quota follow). htmx gets the refreshed list."""
+    tenant = tenant_usage_for(request, slug)
+    allocation = gpu_request_for(request.user, pk)
+    if allocation.tenant_id != tenant.pk:
+        raise Http404("No such allocation in this tenant.")
+    released = gpu_request_release(actor=request.user, gpu_request=allocation)
+    note = f"Allocation {released.pk} is {released.state}."
+    if request.htmx:
+        period = period_of(request, with_hours=True)
+        context = idle_context(request, tenant, period) | {"released": note}
+        return render(request, "metering/tenant.html#idle", context)
+    messages.success(request, note)
+    return redirect("metering:tenant", slug=tenant.slug)
+
+
+# Every tenant's usage
+
+
+@login_required
+def all_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Finance and admins: every tenant per model, per model with its pools, unattributed
+    usage per namespace, usage per day; admins also GPU health."""
+    if not sees_everything(request.user):
+        raise Http404
+    period = period_of(request)
+    measures = ("reserved", "requested", "used", "memory", "utilisation")
+    per_tenant = totals(request, period, group_by=("tenant", "model"))
+    per_model = totals(request, period, group_by=("model",))
+    per_day = totals(request, period, group_by=("day",))
+    pools: dict[str, list[str]] = {}
+    for cluster, name, model in GpuPool.objects.order_by("cluster", "name").values_list(
+        "cluster", "name", "gpu_model__slug"
+    ):
+        pools.setdefault(model, []).append(f"{cluster}/{name}")
+    day_measures = ("reserved", "requested", "used")
+    tables = [
+        Table(
+            "daily",
+            "Every tenant per day",
+            [("day", "Day"), *measure_columns(day_measures)],
+            daily_rows(per_day, period.start, period.end, day_measures) if period.valid else [],
+            chart=Chart("day", day_measures),
+        ),
+        Table(
+            "tenants",
+            "Per tenant and GPU model",
+            [("tenant", "Tenant"), ("model", "GPU model"), *measure_columns(measures)],
+            [
+                [row.group["tenant"], label_of(row.group["model"]), *measure_cells(row, measures)]
+                for row in per_tenant
+                if row.group["tenant"] is not None
+            ],
+        ),
+        Table(
+            "models",
+            "Per GPU model and its pools",
+            [("model", "GPU model"), ("pools", "Pools"), *measure_columns(measures)],
+            [
+                [
+                    label_of(row.group["model"]),
+                    ", ".join(pools.get(row.group["model"], [])),
+                    *measure_cells(row, measures),
+                ]
+                for row in per_model
+            ],
+            note="Usage is recorded per GPU model, not per pool: a model's pools are shown "
+            "together.",
+        ),
+        Table(
+            "unattributed",
+            "Unattributed usage per namespace",
+            [
+                ("namespace", "Namespace"),
+                ("model", "GPU model"),
+                *measure_columns(("requested", "used", "memory")),
+            ],
+            [
+                [
+                    label_of(row.group["namespace"]),
+                    label_of(row.group["model"]),
+                    *measure_cells(row, ("requested", "used", "memory")),
+                ]
+                for row in per_tenant
+                if row.group["tenant"] is None
+            ],
+            note="Pods in namespaces the portal does not manage, and busy GPUs no pod held.",
+        ),
+    ]
+    if request.user.is_portal_admin:
+        tables.append(health_table(period))
+    return usage_page(
+        request, template="metering/all.html", period=period, tables=tables, csv_prefix="usage"
+    )
+
+
+def health_table(period: Period) -> Table:
+    """GPUs that reported XID errors in the period: the latest report of each. One query."""
+    table = Table(
+        "health",
+        "GPU health (XID errors)",
+        [
+            ("cluster", "Cluster"),
+            ("node", "Node"),
+            ("gpu", "GPU"),
+            ("model", "Model"),
+            ("last_xid", "Last XID"),
+            ("hour", "Last seen (UTC)"),
+        ],
+        note=f"The latest {HEALTH_ROWS} reports at most.",
+    )
+    if not period.valid:
+        return table
+    begin = datetime.combine(period.start, datetime.min.time(), tzinfo=UTC)
+    reports = (
+        GpuHealth.objects.filter(
+            hour__gte=begin, hour__lt=begin + timedelta(days=(period.end - period.start).days + 1)
+        )
+        .order_by("-hour", "node", "gpu_uuid")
+        .values_list("cluster__name", "node", "gpu_uuid", "model_name", "last_xid", "hour")
+    )[:HEALTH_ROWS]
+    seen = set()
+    for cluster, node, gpu, model, xid, hour in reports:
+        if (cluster, node, gpu) in seen:
+            continue
+        seen.add((cluster, node, gpu))
+        table.rows.append([cluster, node, gpu, model, str(xid), f"{hour:%Y-%m-%d %H:00}"])
+    return table

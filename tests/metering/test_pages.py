@@ -1,0 +1,363 @@
+"""The usage pages: who sees which, the period asked for, the CSV, the watermark, and releasing
+an idle allocation. Usage is made by the real collection code from a metrics source double."""
+
+import csv
+import io
+import json
+import re
+from datetime import date, timedelta
+
+import pytest
+from django.urls import reverse
+
+from portal.allocations.models import RequestState
+from portal.core.models import AuditEvent
+from portal.metering.models import MeteringState
+from portal.metering.selectors import UsageQuery, usage_totals
+from tests.metering.usage_data import Scenario, metered_cluster, scenario, tables_of
+from tests.workloads.conftest import gpu_tenant  # noqa: F401  (a fixture)
+
+WHOLE = "a100-80gb-whole"
+
+
+@pytest.fixture
+def usage(gpu_tenant, developer, lead, catalog) -> Scenario:  # noqa: F811
+    return scenario(tenant=gpu_tenant, developer=developer, lead=lead, offering=catalog[WHOLE])
+
+
+def rows_by(table: list[list[str]], column: str) -> dict[str, dict[str, str]]:
+    header, *rows = table
+    at = header.index(column)
+    return {row[at]: dict(zip(header, row, strict=True)) for row in rows}
+
+
+def page(client, name: str, params: dict[str, str], *args: str):
+    return client.get(reverse(f"metering:{name}", args=args), params)
+
+
+# Each persona
+
+
+def test_my_usage_shows_reserved_and_used_per_day_and_per_notebook(
+    client_for, developer, usage
+) -> None:
+    response = page(client_for(developer), "mine", usage.params)
+    assert response.status_code == 200
+    tables = tables_of(response.content.decode())
+    workloads = rows_by(tables["workloads"], "Notebook or allocation")
+    notebook = workloads[usage.notebook.name]
+    assert notebook["Used GPU-h"] == "1.000"
+    assert notebook["Requested GPU-eq-h"] == "1.000"
+    # Reserved: the whole next hour and the rest of this one, from the ledger.
+    assert "1.000" < notebook["Reserved GPU-eq-h"] <= "2.000"
+    # Nobody else's usage: the training pods and the lead's allocation are not mine.
+    assert not any(name.startswith("train-") for name in workloads)
+    assert f"allocation-{usage.idle.pk}" not in workloads
+    daily = rows_by(tables["daily"], "Day")
+    day = (usage.now_hour + timedelta(hours=1)).date().isoformat()
+    assert daily[day]["Used GPU-h"] == "1.000"
+    # Every day of the period, used or not.
+    first, last = (date.fromisoformat(usage.params[name]) for name in ("from", "to"))
+    assert len(daily) == (last - first).days + 1
+
+
+def test_the_lead_sees_the_tenant_per_model_member_workload_and_its_idle_allocation(
+    client_for, lead, usage
+) -> None:
+    response = page(client_for(lead), "tenant", usage.params, "vision")
+    assert response.status_code == 200
+    html = response.content.decode()
+    tables = tables_of(html)
+    workloads = rows_by(tables["workloads"], "Workload")
+    assert workloads["train-0"]["Requested GPU-eq-h"] == "3.000"
+    assert workloads["train-0"]["Used GPU-h"] == "1.500"
+    assert workloads[usage.notebook.name]["Used GPU-h"] == "1.000"
+    members = rows_by(tables["members"], "Member")
+    assert members["dev"]["Used GPU-h"] == "1.000"
+    assert members["lead"]["Used GPU-h"] == "0.000"
+    header, *per_model = tables["models"]
+    assert header[:2] == ["Day", "GPU model"]
+    assert sum(float(row[header.index("Used GPU-h")]) for row in per_model) == pytest.approx(2.5)
+    # The idle allocation, with a release button; the busy one is not idle.
+    assert f'data-testid="idle-{usage.idle.pk}"' in html
+    assert f'data-testid="idle-{usage.busy.pk}"' not in html
+    assert reverse("metering:idle-release", args=["vision", usage.idle.pk]) in html
+
+
+def test_finance_sees_every_tenant_and_unattributed_usage_but_no_gpu_health(
+    client_for, finance_user, usage
+) -> None:
+    response = page(client_for(finance_user), "all", usage.params)
+    assert response.status_code == 200
+    tables = tables_of(response.content.decode())
+    assert {row[0] for row in tables["tenants"][1:]} == {"vision"}
+    header, *unattributed = tables["unattributed"]
+    used = [float(row[header.index("Used GPU-h")]) for row in unattributed]
+    assert {row[0] for row in unattributed} == {"ml-shared"}
+    assert sum(used) == pytest.approx(1.0)
+    assert "health" not in tables
+    # Finance reads the tenant's page too, without a release button.
+    tenant_page = page(client_for(finance_user), "tenant", usage.params, "vision")
+    assert tenant_page.status_code == 200
+    assert f'data-testid="idle-{usage.idle.pk}"' in tenant_page.content.decode()
+    assert "metering:idle-release" not in tenant_page.content.decode()
+    assert ">Release</button>" not in tenant_page.content.decode()
+
+
+def test_admins_also_see_gpu_health_per_node(client_for, admin_user, usage) -> None:
+    response = page(client_for(admin_user), "all", usage.params)
+    health = rows_by(tables_of(response.content.decode())["health"], "GPU")
+    assert health["GPU-BAD"]["Node"] == "gpu-node-2"
+    assert health["GPU-BAD"]["Last XID"] == "79"
+
+
+def test_the_models_table_names_the_pools_of_each_model(client_for, admin_user, usage) -> None:
+    response = page(client_for(admin_user), "all", usage.params)
+    models = tables_of(response.content.decode())["models"]
+    assert models[0][:2] == ["GPU model", "Pools"]
+    assert "not per pool" in response.content.decode()
+
+
+# Who may not
+
+
+def test_developers_and_outsiders_get_404_on_the_tenant_page_and_the_all_page(
+    client_for, developer, outsider, usage
+) -> None:
+    release = reverse("metering:idle-release", args=["vision", usage.idle.pk])
+    for person in (developer, outsider):
+        client = client_for(person)
+        assert page(client, "tenant", usage.params, "vision").status_code == 404
+        assert page(client, "all", usage.params).status_code == 404
+        assert client.get(reverse("metering:all"), {"format": "csv"}).status_code == 404
+        assert client.post(release).status_code == 404
+    assert page(client_for(outsider), "tenant", usage.params, "nope").status_code == 404
+    assert page(client_for(developer), "all", {"format": "csv"}).status_code == 404
+    usage.idle.refresh_from_db()
+    assert usage.idle.state == RequestState.APPROVED
+
+
+def test_an_outsiders_usage_page_shows_none_of_the_tenants_usage(
+    client_for, outsider, usage
+) -> None:
+    response = page(client_for(outsider), "mine", usage.params)
+    assert response.status_code == 200
+    tables = tables_of(response.content.decode())
+    assert "No usage in this period." in tables["workloads"][1][0]
+    assert all(row[1:] == ["0.000", "0.000"] for row in tables["daily"][1:])
+
+
+def test_a_lead_cannot_release_another_tenants_allocation_through_their_own_tenant(
+    client_for, lead, outsider, tenant_b, usage
+) -> None:
+    release = reverse("metering:idle-release", args=["nlp", usage.idle.pk])
+    assert client_for(lead).post(release).status_code == 404
+
+
+def test_finance_may_not_release(client_for, finance_user, usage) -> None:
+    release = reverse("metering:idle-release", args=["vision", usage.idle.pk])
+    assert client_for(finance_user).post(release).status_code == 403
+    usage.idle.refresh_from_db()
+    assert usage.idle.state == RequestState.APPROVED
+
+
+# The period asked for
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "message"),
+    [
+        ({"from": "yesterday"}, "From", "Enter a valid date."),
+        ({"from": "2025-03-10", "to": "2025-03-01"}, "To", "The end date is before the start"),
+        ({"from": "2023-01-01", "to": "2025-01-01"}, "To", "at most 366 days"),
+        ({"hours": "0"}, "Idle over the last (hours)", "greater than or equal to 1"),
+    ],
+)
+def test_a_bad_period_is_shown_beside_its_field_not_a_500(
+    client_for, lead, usage, params, field, message
+) -> None:
+    response = page(client_for(lead), "tenant", params, "vision")
+    assert response.status_code == 400
+    errors = re.findall(r'<p class="field-error" role="alert">(.*?)</p>', response.content.decode())
+    assert any(error.startswith(f"{field}:") and message in error for error in errors), errors
+    csv_response = page(client_for(lead), "tenant", params | {"format": "csv"}, "vision")
+    assert csv_response.status_code == 400
+
+
+def test_the_period_defaults_to_the_last_14_days(client_for, developer, usage) -> None:
+    response = page(client_for(developer), "mine", {})
+    daily = tables_of(response.content.decode())["daily"][1:]
+    assert len(daily) == 14
+    assert daily[-1][0] == usage.now_hour.date().isoformat()
+
+
+# CSV and chart data: the same numbers as the table
+
+
+@pytest.mark.parametrize(
+    ("person", "name", "args", "table"),
+    [
+        ("developer", "mine", [], "daily"),
+        ("developer", "mine", [], "workloads"),
+        ("lead", "tenant", ["vision"], "models"),
+        ("lead", "tenant", ["vision"], "members"),
+        ("lead", "tenant", ["vision"], "workloads"),
+        ("admin_user", "all", [], "tenants"),
+        ("admin_user", "all", [], "unattributed"),
+        ("admin_user", "all", [], "health"),
+    ],
+)
+def test_the_csv_download_has_the_numbers_of_the_table(
+    request, client_for, usage, person, name, args, table
+) -> None:
+    client = client_for(request.getfixturevalue(person))
+    shown = tables_of(page(client, name, usage.params, *args).content.decode())[table]
+    response = page(client, name, usage.params | {"format": "csv", "table": table}, *args)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    assert "attachment" in response["Content-Disposition"]
+    downloaded = list(csv.reader(io.StringIO(response.content.decode())))
+    assert [[cell or "" for cell in row] for row in downloaded] == shown
+    assert len(downloaded) > 1
+
+
+def test_the_chart_data_are_the_rows_of_its_table(client_for, lead, usage) -> None:
+    response = page(client_for(lead), "tenant", usage.params, "vision")
+    html = response.content.decode()
+    found = re.search(r'<script id="usage-data" type="application/json">(.*?)</script>', html)
+    assert found, "no json_script data"
+    data = json.loads(found.group(1))
+    (models,) = data["tables"]
+    assert models["chart"] == {
+        "x": "day",
+        "series": ["reserved", "requested", "used"],
+        "split": "model",
+    }
+    assert [models["labels"], *models["rows"]] == tables_of(html)["models"]
+    assert 'data-chart="models"' in html
+    assert "<script>" not in html  # no inline script: the CSP forbids it
+
+
+def test_the_table_agrees_with_the_selector(client_for, lead, usage) -> None:
+    response = page(client_for(lead), "tenant", usage.params, "vision")
+    members = rows_by(tables_of(response.content.decode())["members"], "Member")
+    query = UsageQuery(
+        start=(usage.now_hour - timedelta(days=3)).date(),
+        end=(usage.now_hour + timedelta(hours=1)).date(),
+        group_by=("user",),
+        tenant=usage.busy.tenant,
+    )
+    for row in usage_totals(lead, query):
+        name = row.group["user"] or "(pods not started by the portal)"
+        assert members[name]["Used GPU-h"] == f"{row.used_gpu_hours:.3f}"
+
+
+# Releasing an idle allocation
+
+
+def test_a_lead_releases_an_idle_allocation_from_the_usage_page(client_for, lead, usage) -> None:
+    client = client_for(lead)
+    release = reverse("metering:idle-release", args=["vision", usage.idle.pk])
+    response = client.post(f"{release}?hours=24", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f"Allocation {usage.idle.pk} is released." in html
+    assert f'data-testid="idle-{usage.idle.pk}"' not in html
+    usage.idle.refresh_from_db()
+    assert usage.idle.state == RequestState.RELEASED
+    event = AuditEvent.objects.get(action="gpu_request.release", target_id=str(usage.idle.pk))
+    assert event.actor == lead
+    assert event.changes["state"] == ["approved", "released"]
+    # Again: it no longer holds quota, so it cannot be released twice.
+    assert client.post(release).status_code == 409
+
+
+def test_without_javascript_release_goes_back_to_the_page_with_a_message(
+    client_for, lead, usage
+) -> None:
+    release = reverse("metering:idle-release", args=["vision", usage.idle.pk])
+    response = client_for(lead).post(release, follow=True)
+    assert response.redirect_chain[-1][0] == reverse("metering:tenant", args=["vision"])
+    assert f"Allocation {usage.idle.pk} is released." in response.content.decode()
+
+
+def test_the_idle_look_back_leaves_out_allocations_idle_only_before_it(
+    client_for, lead, usage
+) -> None:
+    # One hour back: the current and the next hour; still idle.
+    response = page(client_for(lead), "tenant", usage.params | {"hours": "1"}, "vision")
+    assert f'data-testid="idle-{usage.idle.pk}"' in response.content.decode()
+
+
+# The watermark
+
+
+def test_every_page_shows_the_watermark(client_for, developer, lead, admin_user, usage) -> None:
+    # Windows were collected for four scattered hours: complete up to the first gap.
+    until = MeteringState.objects.get(cluster=usage.cluster).complete_until
+    assert until == usage.now_hour - timedelta(days=3) + timedelta(hours=1)
+    for client, name, args in (
+        (client_for(developer), "mine", []),
+        (client_for(lead), "tenant", ["vision"]),
+        (client_for(admin_user), "all", []),
+    ):
+        html = page(client, name, usage.params, *args).content.decode()
+        assert f'Usage complete until <time datetime="{until.isoformat()}">' in html
+        assert "on cluster demo" in html
+        assert 'data-testid="demo-badge"' not in html
+
+
+def test_a_cluster_not_collected_yet_and_demo_data_are_said_so(client_for, developer) -> None:
+    metered_cluster(demo=True)
+    html = client_for(developer).get(reverse("metering:mine")).content.decode()
+    assert "Usage on cluster demo: not collected yet" in html
+    assert 'data-testid="demo-badge"' in html
+
+
+# Navigation and links
+
+
+def test_navigation_and_the_tenant_page_lead_to_the_usage_pages(
+    client_for, developer, lead, finance_user, usage
+) -> None:
+    start = reverse("tenants:detail", args=["vision"])
+    tenant_usage = reverse("metering:tenant", args=["vision"])
+    developer_html = client_for(developer).get(reverse("metering:mine")).content.decode()
+    assert f'href="{reverse("metering:mine")}"' in developer_html
+    assert f'href="{reverse("metering:all")}"' not in developer_html
+    assert tenant_usage not in client_for(developer).get(start).content.decode()
+    assert tenant_usage in client_for(lead).get(start).content.decode()
+    assert tenant_usage in client_for(lead).get(reverse("metering:mine")).content.decode()
+    finance_html = client_for(finance_user).get(reverse("metering:all")).content.decode()
+    assert f'href="{reverse("metering:all")}"' in finance_html
+
+
+# Bounded queries
+
+
+@pytest.mark.parametrize("pods_per_day", [1, 40])
+def test_the_pages_run_a_bounded_number_of_queries(
+    client_for,
+    developer,
+    lead,
+    admin_user,
+    gpu_tenant,  # noqa: F811
+    catalog,
+    pods_per_day,
+    django_assert_max_num_queries,
+) -> None:
+    data = scenario(
+        tenant=gpu_tenant,
+        developer=developer,
+        lead=lead,
+        offering=catalog[WHOLE],
+        pods_per_day=pods_per_day,
+    )
+    for person, name, args, limit in (
+        (developer, "mine", [], 8),
+        (lead, "tenant", ["vision"], 14),
+        (admin_user, "all", [], 10),
+    ):
+        client = client_for(person)
+        with django_assert_max_num_queries(limit):
+            assert page(client, name, data.params, *args).status_code == 200
