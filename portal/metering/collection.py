@@ -464,22 +464,34 @@ class Attribution:
                 pk__in={k.offering_id for k in self.pod_keys.values() if k.offering_id}
             )
         }
+        # The model the DCGM exporter saw a pod's GPU to be: it settles which model a resource
+        # several models share (nvidia.com/gpu) means, for requested and used hours alike.
+        seen: dict[tuple[str, str], int] = {}
+        for use in metrics.devices:
+            model_id = self.models_by_device_name.get(use.model_name.replace("-", " ").lower())
+            if model_id is not None:
+                seen.setdefault((use.namespace, use.pod), model_id)
         held: dict[tuple[str, str], tuple[Key, Fraction]] = {}
         for pod, resources in asks.items():
             key = self.pod_keys[pod]
             offering = offerings.get(key.offering_id) if key.offering_id else None
             if offering is None:
                 candidates = self.offerings_by_resources.get(frozenset(resources), [])
-                if candidates:
-                    offering = candidates[0]
-                    models = {candidate.gpu_model_id for candidate in candidates}
-                    key = Key(
-                        **{
-                            **key.__dict__,
-                            "gpu_model_id": offering.gpu_model_id if len(models) == 1 else None,
-                            "offering_id": offering.pk if len(candidates) == 1 else None,
-                        }
-                    )
+                of_model = [c for c in candidates if c.gpu_model_id == seen.get(pod)]
+                candidates = of_model or candidates
+                models = {candidate.gpu_model_id for candidate in candidates}
+                offering = candidates[0] if candidates else None
+                key = Key(
+                    **{
+                        **key.__dict__,
+                        "gpu_model_id": (
+                            offering.gpu_model_id
+                            if offering is not None and len(models) == 1
+                            else seen.get(pod)
+                        ),
+                        "offering_id": candidates[0].pk if len(candidates) == 1 else None,
+                    }
+                )
             gpu_eq = (
                 offering_units(offering, resources) * offering.gpu_eq
                 if offering
