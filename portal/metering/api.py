@@ -101,9 +101,10 @@ class _Echo:
 
 class UsageList(GenericAPIView[Any]):
     """Usage the caller may see (a developer their own, a lead their tenants', finance and
-    admins all), summed over `from`–`to` and grouped by `group_by`, in group order. Reserved
-    and requested GPU-eq-hours are exact fractions; used GPU-hours and GPU memory GiB-hours
-    decimals. Numbers after `complete_until` may still grow as windows are collected."""
+    admins all), summed over the days from `from` to `to` and grouped by `group_by`, in group
+    order. Reserved and requested GPU-eq-hours are exact fractions; used GPU-hours and GPU
+    memory GiB-hours decimals. Numbers after `complete_until` may still grow as windows are
+    collected."""
 
     serializer_class = UsageRowSerializer
 
@@ -134,19 +135,21 @@ class UsageList(GenericAPIView[Any]):
         marks = usage_watermarks()
         complete_until = _earliest(marks)
         columns = row_columns(groups)
+        response: Response | StreamingHttpResponse
         if values["format"] == "csv":
             response = self._csv(rows=[row.as_dict() for row in rows], columns=columns)
         else:
-            page = self.paginate_queryset(rows) or []  # type: ignore[arg-type]
-            response = self.get_paginated_response(
+            page = self.paginate_queryset(rows) or []
+            paged = self.get_paginated_response(
                 [row_values(row.as_dict(), columns) for row in page]
             )
-            response.data = {
-                **{key: value for key, value in response.data.items() if key != "results"},
+            paged.data = {
+                **{key: value for key, value in paged.data.items() if key != "results"},
                 "complete_until": _header_value(complete_until) or None,
-                "watermarks": WatermarkSerializer(marks, many=True).data,
-                "results": response.data["results"],
+                "watermarks": WatermarkSerializer(marks, many=True).data,  # type: ignore[arg-type]
+                "results": paged.data["results"],
             }
+            response = paged
         response[COMPLETE_UNTIL_HEADER] = _header_value(complete_until)
         return response
 

@@ -4,7 +4,6 @@ from django.utils.translation import gettext_lazy as _
 from django_filters import ChoiceFilter, FilterSet
 
 from portal.core.filters import SlugFilter
-
 from portal.metering.models import UsageWindow, WindowState
 
 

@@ -93,7 +93,15 @@ class SyntheticSource:
             seconds = int((finish - begin).total_seconds()) // self.interval * self.interval
             if seconds <= 0:
                 continue
-            self._pod(metrics, namespace, pod, allocation, start, seconds, wanted)
+            self._pod(
+                metrics,
+                namespace=namespace,
+                pod=pod,
+                allocation=allocation,
+                start=start,
+                seconds=seconds,
+                wanted=wanted,
+            )
         self._platform(metrics, start, wanted)
         return metrics
 
@@ -139,6 +147,7 @@ class SyntheticSource:
     def _pod(
         self,
         metrics: WindowMetrics,
+        *,
         namespace: str,
         pod: str,
         allocation: GpuRequest,
@@ -152,7 +161,9 @@ class SyntheticSource:
             amount = _quantity(quantity)
             if amount is not None and resource_label(name) in wanted:
                 label = resource_label(name)
-                metrics.requests.append(PodRequest(namespace, pod, label, amount * allocation.count))
+                metrics.requests.append(
+                    PodRequest(namespace, pod, label, amount * allocation.count)
+                )
         metrics.running.append(PodRunning(namespace, pod, seconds))
         busy = utilisation(pod, start)
         mig = next(

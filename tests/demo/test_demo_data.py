@@ -58,7 +58,7 @@ def test_demo_data_loads_weeks_of_synthetic_usage_once(db) -> None:
             for row in first
             if row["tenant"] == tenant and Decimal(str(row["used_gpu_hours"])) > 0
         }
-        assert len(days) >= 14, (tenant, sorted(days))
+        assert len(days) >= 14, (tenant, sorted(map(str, days)))
         reserved = sum(Fraction(str(row["reserved_gpu_eq_hours"])) for row in first
                        if row["tenant"] == tenant)  # fmt: skip
         assert reserved > 0

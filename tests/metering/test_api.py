@@ -16,7 +16,7 @@ import pytest
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest, RequestState
-from portal.allocations.services import gpu_request_approve, gpu_request_submit
+from portal.allocations.services import gpu_request_submit
 from portal.catalog.models import Offering
 from portal.cluster.models import Cluster
 from portal.cluster.services import cluster_create
@@ -85,11 +85,14 @@ def approved(user: User, tenant: Tenant, offering: Offering) -> GpuRequest:
 
 def reserved_hours(allocation: GpuRequest, starts: list[datetime]) -> Fraction:
     """The allocation's GPU-eq-hours in the windows at `starts`, from its own times."""
-    assert allocation.starts_at and allocation.ends_at
+    assert allocation.starts_at is not None
+    assert allocation.ends_at is not None
     total = Fraction(0)
     for start in starts:
         begin = max(int(allocation.starts_at.timestamp()), int(start.timestamp()))
-        end = min(int(allocation.ends_at.timestamp()), int((start + timedelta(hours=1)).timestamp()))
+        end = min(
+            int(allocation.ends_at.timestamp()), int((start + timedelta(hours=1)).timestamp())
+        )
         total += Fraction(max(end - begin, 0), 3600) * allocation.gpu_eq
     return total
 
@@ -142,7 +145,8 @@ def usage(
 
 def totals(response) -> list[dict[str, Any]]:
     assert response.status_code == 200, response.content
-    return response.json()["results"]
+    rows: list[dict[str, Any]] = response.json()["results"]
+    return rows
 
 
 def test_anonymous_gets_401(client, usage) -> None:
@@ -260,7 +264,8 @@ def test_pages_follow_page_size(client_for, admin_user, usage) -> None:
 
     assert first["count"] == len(whole) == 4
     assert first["results"] + second["results"] == whole
-    assert first["next"] and second["next"] is None
+    assert first["next"]
+    assert second["next"] is None
 
 
 def test_csv_has_the_same_columns_and_numbers_as_json(client_for, lead, usage) -> None:
@@ -387,11 +392,14 @@ def test_windows_are_404_for_everyone_but_admins(
 
 @pytest.mark.parametrize(
     ("params", "field"),
-    [({"state": "lost"}, "state"), ({"cluster": "a\x00b"}, "cluster"), ({"state": "\x00"}, "state")],
+    [
+        ({"state": "lost"}, "state"),
+        ({"cluster": "a\x00b"}, "cluster"),
+        ({"state": "\x00"}, "state"),
+    ],
 )
 def test_bad_window_filters_are_400(client_for, admin_user, usage, params, field) -> None:
     response = client_for(admin_user).get(f"{URL}windows/", params)
 
     assert response.status_code == 400
     assert field in response.json()["error"]["fields"]
-

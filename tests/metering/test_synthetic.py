@@ -2,6 +2,7 @@
 collected into usage by the real collection code."""
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
@@ -36,9 +37,7 @@ def demo_like(a100_tenant, developer, lead, admin_user, catalog):
             node_count=1,
             gpus_per_node=8,
         )
-    slice_ = gpu_request_submit(
-        actor=developer, tenant=a100_tenant, offering=catalog[MIG], count=1
-    )
+    slice_ = gpu_request_submit(actor=developer, tenant=a100_tenant, offering=catalog[MIG], count=1)
     notebook = notebook_launch(actor=developer, allocation_id=slice_.pk, image="minimal-python")
     batch = gpu_request_submit(
         actor=lead, tenant=a100_tenant, offering=catalog[WHOLE], count=1, purpose=Purpose.BATCH
@@ -48,7 +47,7 @@ def demo_like(a100_tenant, developer, lead, admin_user, catalog):
 
 
 def test_the_same_window_gives_the_same_metrics(demo_like) -> None:
-    cluster, notebook, *_ = demo_like
+    cluster, *_ = demo_like
     start = hour_floor(datetime.now(UTC))
     resources = _resource_labels(cluster)
 
@@ -67,10 +66,12 @@ def test_pods_ask_for_their_offering_and_run_the_overlap_in_whole_intervals(demo
 
     pod = f"nb-{notebook.pk}-0"
     requests = {(r.namespace, r.pod): (r.resource, r.amount) for r in metrics.requests}
-    assert requests[("t-vision", pod)] == ("nvidia_com_mig_1g_10gb", 1)
-    batch_pods = [p for (ns, p) in requests if ns == "t-vision" and p.startswith(f"batch-{batch.pk}-")]
+    assert requests[("t-vision", pod)] == ("nvidia_com_mig_1g_10gb", Decimal(1))
+    batch_pods = [
+        p for (ns, p) in requests if ns == "t-vision" and p.startswith(f"batch-{batch.pk}-")
+    ]
     assert len(batch_pods) == 1
-    assert requests[("t-vision", batch_pods[0])] == ("nvidia_com_gpu", 1)
+    assert requests[("t-vision", batch_pods[0])] == ("nvidia_com_gpu", Decimal(1))
     running = {(r.namespace, r.pod): r.seconds for r in metrics.running}
     overlap = int((start + timedelta(hours=1) - slice_.starts_at).total_seconds())
     assert running[("t-vision", pod)] == overlap // 30 * 30

@@ -206,26 +206,37 @@ class Command(BaseCommand):
         now = timezone.now()
         for starts, hours, username, slug, offering, count, purpose in sorted(past):
             allocation = self._allocation(
-                users, users[username], tenants[slug], offerings[offering], count, purpose
+                users,
+                user=users[username],
+                tenant=tenants[slug],
+                offering=offerings[offering],
+                count=count,
+                purpose=purpose,
             )
             gpu_request_release(actor=users[username], gpu_request=allocation)
             ends = min(starts + timedelta(hours=hours), now)
             self._backdate(allocation, starts=starts, ends=ends, state=RequestState.RELEASED)
-        hour = now.replace(minute=0, second=0, microsecond=0)
+        this_hour = now.replace(minute=0, second=0, microsecond=0)
         for username, slug, offering, started, left in CURRENT:
             allocation = self._allocation(
-                users, users[username], tenants[slug], offerings[offering], 1, Purpose.NOTEBOOK
+                users,
+                user=users[username],
+                tenant=tenants[slug],
+                offering=offerings[offering],
+                count=1,
+                purpose=Purpose.NOTEBOOK,
             )
             self._backdate(
                 allocation,
-                starts=hour - timedelta(hours=started),
-                ends=hour + timedelta(hours=left),
+                starts=this_hour - timedelta(hours=started),
+                ends=this_hour + timedelta(hours=left),
                 state=None,
             )
 
     def _allocation(
         self,
         users: dict[str, User],
+        *,
         user: User,
         tenant: Tenant,
         offering: Offering,
