@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-DEMO_ENV := DEBUG=true PORTAL_IN_PROCESS_SCHEDULER=true
+DEMO_ENV := DEBUG=true PORTAL_IN_PROCESS_SCHEDULER=true PORTAL_SYNTHETIC_METRICS=true
 
 .PHONY: demo test lint format venv clean
 

@@ -140,6 +140,9 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "api:provisioning-runs": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:provisioning-run": ("get", "run", (401, 200, 200, 404, 200, 200)),
     "api:provisioning-run-retry": ("post", "run", (401, 403, 403, 404, 403, 409)),
+    # Usage: everyone signed in sees their share; the metering windows are the admins'.
+    "api:usage": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:usage-windows": ("get", "", (401, 404, 404, 404, 404, 200)),
     # The schema and its docs describe the API, not anyone's data: public.
     "api-schema": ("get", "", (200, 200, 200, 200, 200, 200)),
     "api-docs": ("get", "", (200, 200, 200, 200, 200, 200)),

@@ -1,5 +1,10 @@
 """The usage API under /api/v1/."""
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-urlpatterns: list[URLPattern] = []
+from portal.metering.api import UsageList, UsageWindowList
+
+urlpatterns: list[URLPattern] = [
+    path("usage/", UsageList.as_view(), name="usage"),
+    path("usage/windows/", UsageWindowList.as_view(), name="usage-windows"),
+]

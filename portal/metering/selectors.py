@@ -19,7 +19,8 @@ from django.db.models.functions import TruncDate
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.cluster.models import Cluster
-from portal.metering.models import MeteringState, UsageDaily, UsageRecord
+from portal.core.errors import NotFound
+from portal.metering.models import MeteringState, UsageDaily, UsageRecord, UsageWindow
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
@@ -207,3 +208,10 @@ def usage_complete_until() -> datetime | None:
 
 def clusters_metered() -> QuerySet[Cluster]:
     return Cluster.objects.filter(enabled=True, metering__isnull=False)
+
+
+def usage_windows_for(user: User) -> QuerySet[UsageWindow]:
+    """Every cluster's metering windows, newest first (admins; NotFound for anyone else)."""
+    if not user.is_portal_admin:
+        raise NotFound("There is no such page.")
+    return UsageWindow.objects.select_related("cluster").order_by("-start", "cluster__name")

@@ -30,7 +30,11 @@ _NOT_IN_THE_DEMO = (
     "OIDC_ISSUER_URL", "KEYCLOAK_ADMIN_CLIENT_ID", "PORTAL_CLUSTER_MODE",
 )  # fmt: skip
 # The Makefile's DEMO_ENV.
-_DEMO_ENV = {"DEBUG": "true", "PORTAL_IN_PROCESS_SCHEDULER": "true"}
+_DEMO_ENV = {
+    "DEBUG": "true",
+    "PORTAL_IN_PROCESS_SCHEDULER": "true",
+    "PORTAL_SYNTHETIC_METRICS": "true",
+}
 
 
 @dataclass(frozen=True)

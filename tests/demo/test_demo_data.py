@@ -1,7 +1,16 @@
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
+
 from django.core.management import call_command
+from django.test import override_settings
 
 from portal.accounts.models import User
+from portal.allocations.models import GpuRequest
 from portal.demo.management.commands.demo_data import DEMO_PASSWORD
+from portal.metering.models import MeteringState, UsageRecord, UsageWindow
+from portal.metering.selectors import UsageQuery, usage_totals
+from portal.workloads.models import Notebook
 from tenants.models import Membership, Tenant
 
 
@@ -14,3 +23,54 @@ def test_demo_data_loads_personas_and_can_run_again(db, capsys) -> None:
     for username in ("developer", "lead", "finance", "admin"):
         assert User.objects.get(username=username).check_password(DEMO_PASSWORD)
     assert DEMO_PASSWORD in capsys.readouterr().out
+
+
+def _usage_by_tenant_and_day(viewer: User) -> list[dict[str, object]]:
+    today = datetime.now(UTC).date()
+    query = UsageQuery(
+        start=today - timedelta(days=30), end=today, group_by=["tenant", "offering", "day"]
+    )
+    return [row.as_dict() for row in usage_totals(viewer, query)]
+
+
+@override_settings(PORTAL_SYNTHETIC_METRICS=True)
+def test_demo_data_loads_weeks_of_synthetic_usage_once(db) -> None:
+    call_command("demo_data")
+    admin = User.objects.get(username="admin")
+    first = _usage_by_tenant_and_day(admin)
+    counts = (GpuRequest.objects.count(), Notebook.objects.count(), UsageRecord.objects.count())
+
+    call_command("demo_data")
+
+    assert _usage_by_tenant_and_day(admin) == first
+    assert (
+        GpuRequest.objects.count(),
+        Notebook.objects.count(),
+        UsageRecord.objects.count(),
+    ) == counts
+    state = MeteringState.objects.get(cluster__name="demo")
+    assert state.demo is True
+    assert state.complete_until is not None
+    assert state.complete_until >= datetime.now(UTC) - timedelta(hours=2)
+    for tenant in ("vision", "nlp"):
+        days = {
+            row["day"]
+            for row in first
+            if row["tenant"] == tenant and Decimal(str(row["used_gpu_hours"])) > 0
+        }
+        assert len(days) >= 14, (tenant, sorted(map(str, days)))
+        reserved = sum(Fraction(str(row["reserved_gpu_eq_hours"])) for row in first
+                       if row["tenant"] == tenant)  # fmt: skip
+        assert reserved > 0
+    assert any(row["tenant"] is None for row in first)  # the platform's unattributed GPU
+    assert {row["offering"] for row in first} >= {"a100-80gb-mig-1g-10gb", "t4-time-slicing-1-4"}
+    assert not UsageWindow.objects.exclude(state="done").exists()
+    assert set(UsageWindow.objects.values_list("queries", flat=True)) == {0}
+
+
+def test_without_synthetic_metrics_the_demo_loads_no_usage(db, capsys) -> None:
+    call_command("demo_data")
+
+    assert not UsageRecord.objects.exists()
+    assert GpuRequest.objects.filter(justification="Demo history").count() > 20
+    assert "PORTAL_SYNTHETIC_METRICS=true" in capsys.readouterr().out

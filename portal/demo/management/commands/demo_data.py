@@ -1,22 +1,39 @@
 """Load the demo: a few tenants, the personas with known passwords, the GPU catalog presets,
-a few GPU pools in a `demo` cluster (dry-run, with made-up nodes for the capacity pages)
-and the tenants' GPU quotas.
+a few GPU pools in a `demo` cluster (dry-run, with made-up nodes for the capacity pages),
+the tenants' GPU quotas, three weeks of allocations and notebooks, and (with
+PORTAL_SYNTHETIC_METRICS on, as `make demo` sets it) their usage, collected by the metering
+code from the built-in synthetic metrics source and marked as demo data.
 
-Safe to run again: what exists already is kept as it is, so a second run changes nothing.
+Safe to run again: what exists already is kept as it is, so a second run changes nothing
+(usage only gains the hours that ended since the last run).
 """
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 
 from portal.accounts.models import GlobalRole, MemberRole, User
 from portal.accounts.services import user_create
-from portal.catalog.models import GpuModel, GpuPool, SharingBackend
+from portal.allocations.models import GpuRequest, Purpose, RequestState
+from portal.allocations.services import (
+    gpu_request_approve,
+    gpu_request_release,
+    gpu_request_submit,
+)
+from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
 from portal.catalog.presets import catalog_presets_load
 from portal.catalog.services import gpu_pool_create
 from portal.cluster.models import Cluster, ClusterMode
 from portal.cluster.services import capacity_record, cluster_create
 from portal.cluster.services.capacity import POOL_LABEL
+from portal.metering.collection import metering_begin
+from portal.metering.models import MeteringState
+from portal.metering.services import usage_collect
+from portal.workloads.models import Notebook
+from portal.workloads.services import notebook_launch
 from tenants.models import Quota, Tenant
 from tenants.services import membership_set, quota_set, tenant_create
 
@@ -65,6 +82,25 @@ QUOTAS = [
     ("risk", "t4", 2),
 ]
 
+# Three weeks of history. (user, tenant, offering, count, purpose, every nth day (0: weekdays),
+# start hour UTC, hours). Notebooks get a notebook on their allocation; batch allocations are
+# what a batch job held (the synthetic metrics show a pod for each).
+HISTORY_DAYS = 21
+HISTORY_MARK = "Demo history"  # the justification that marks them, so a second run adds none
+HISTORY: list[tuple[str, str, str, int, str, int, int, int]] = [
+    ("developer", "vision", "a100-80gb-mig-1g-10gb", 1, Purpose.NOTEBOOK, 0, 9, 8),
+    ("developer", "vision", "t4-time-slicing-1-4", 1, Purpose.NOTEBOOK, 3, 13, 6),
+    ("lead", "vision", "a100-80gb-whole", 2, Purpose.BATCH, 4, 20, 10),
+    ("nlp-dev", "nlp", "h100-80gb-whole", 1, Purpose.NOTEBOOK, 0, 10, 8),
+    ("lead", "nlp", "h100-80gb-whole", 4, Purpose.BATCH, 5, 18, 12),
+]
+# Allocations holding GPUs now: (user, tenant, offering, started hours ago, hours left).
+CURRENT: list[tuple[str, str, str, int, int]] = [
+    ("developer", "vision", "a100-80gb-whole", 5, 3),
+    ("nlp-dev", "nlp", "h100-80gb-whole", 2, 6),
+]
+DEMO_IMAGE = "minimal-python"
+
 
 class Command(BaseCommand):
     help = (
@@ -102,6 +138,8 @@ class Command(BaseCommand):
                 membership_set(actor=None, tenant=tenants[slug], user=user, role=role)
         self._catalog_and_quotas(tenants)
         self._demo_nodes(cluster)
+        self._history(users={user.username: user for user in User.objects.all()}, tenants=tenants)
+        self._usage(cluster)
         self.stdout.write(
             self.style.SUCCESS("Demo data is loaded. Sign in at http://127.0.0.1:8000/")
         )
@@ -148,3 +186,119 @@ class Command(BaseCommand):
                     }
                 )
         capacity_record(cluster=cluster, nodes=nodes, pods=[])
+
+    def _history(self, *, users: dict[str, User], tenants: dict[str, Tenant]) -> None:
+        """Allocations (and their notebooks) over the last three weeks, made through the
+        services one after the other (each released before the next, so quotas hold), then
+        moved back in time: the ledger is time-based, and these are demo fixtures."""
+        if GpuRequest.objects.filter(justification=HISTORY_MARK).exists():
+            return
+        offerings = {offering.slug: offering for offering in Offering.objects.all()}
+        today = timezone.now().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        past = []
+        for days_ago in range(HISTORY_DAYS, 0, -1):
+            day = today - timedelta(days=days_ago)
+            for username, slug, offering, count, purpose, every, hour, hours in HISTORY:
+                due = day.weekday() < 5 if every == 0 else days_ago % every == 0
+                if due:
+                    starts = day + timedelta(hours=hour)
+                    past.append((starts, hours, username, slug, offering, count, purpose))
+        now = timezone.now()
+        for starts, hours, username, slug, offering, count, purpose in sorted(past):
+            allocation = self._allocation(
+                users,
+                user=users[username],
+                tenant=tenants[slug],
+                offering=offerings[offering],
+                count=count,
+                purpose=purpose,
+            )
+            gpu_request_release(actor=users[username], gpu_request=allocation)
+            ends = min(starts + timedelta(hours=hours), now)
+            self._backdate(allocation, starts=starts, ends=ends, state=RequestState.RELEASED)
+        this_hour = now.replace(minute=0, second=0, microsecond=0)
+        for username, slug, offering, started, left in CURRENT:
+            allocation = self._allocation(
+                users,
+                user=users[username],
+                tenant=tenants[slug],
+                offering=offerings[offering],
+                count=1,
+                purpose=Purpose.NOTEBOOK,
+            )
+            self._backdate(
+                allocation,
+                starts=this_hour - timedelta(hours=started),
+                ends=this_hour + timedelta(hours=left),
+                state=None,
+            )
+
+    def _allocation(
+        self,
+        users: dict[str, User],
+        *,
+        user: User,
+        tenant: Tenant,
+        offering: Offering,
+        count: int,
+        purpose: str,
+    ) -> GpuRequest:
+        allocation = gpu_request_submit(
+            actor=user,
+            tenant=tenant,
+            offering=offering,
+            count=count,
+            purpose=purpose,
+            justification=HISTORY_MARK,
+        )
+        if allocation.state == RequestState.PENDING:
+            allocation = gpu_request_approve(actor=users["admin"], gpu_request=allocation)
+        if purpose == Purpose.NOTEBOOK:
+            notebook_launch(
+                actor=user,
+                allocation_id=allocation.pk,
+                image=DEMO_IMAGE,
+                name=f"{offering.gpu_model.slug}-{allocation.pk}",
+            )
+        return allocation
+
+    def _backdate(
+        self,
+        allocation: GpuRequest,
+        *,
+        starts: datetime,
+        ends: datetime,
+        state: RequestState | None,
+    ) -> None:
+        hours = max(round((ends - starts).total_seconds() / 3600), 1)
+        GpuRequest.objects.filter(pk=allocation.pk).update(
+            starts_at=starts,
+            ends_at=ends,
+            duration_hours=hours,
+            created_at=starts,
+            decided_at=starts,
+        )
+        Notebook.objects.filter(allocation=allocation).update(
+            created_at=starts,
+            running_since=starts,
+            stopped_at=ends if state is not None else None,
+        )
+
+    def _usage(self, cluster: Cluster) -> None:
+        """Three weeks of usage from the synthetic metrics, through the collection code."""
+        if not settings.PORTAL_SYNTHETIC_METRICS:
+            self.stdout.write(
+                "No usage loaded: set PORTAL_SYNTHETIC_METRICS=true for the synthetic metrics."
+            )
+            return
+        state = MeteringState.objects.filter(cluster=cluster).first()
+        if state is None or not state.demo:
+            metering_begin(
+                cluster=cluster, at=timezone.now() - timedelta(days=HISTORY_DAYS), demo=True
+            )
+        windows = 0
+        while collected := sum(
+            len(result.collected) for result in usage_collect(cluster_id=cluster.pk).values()
+        ):
+            windows += collected
+        self.stdout.write(f"Usage collected from the synthetic metrics: {windows} hours.")
