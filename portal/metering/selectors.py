@@ -48,6 +48,7 @@ _NAMES = {
     "hour": "hour",
 }
 MAX_DAYS = 366
+MICRO = Decimal("0.000001")
 MAX_HOURLY_DAYS = 31
 
 
@@ -170,6 +171,9 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
         usage.requested += Fraction(row["requested"], row["requested_den"])
         usage.used_gpu_hours += row["used"]
         usage.memory_gib_hours += row["memory"]
+    for usage in totals.values():  # SQLite sums decimals with more places than stored
+        usage.used_gpu_hours = usage.used_gpu_hours.quantize(MICRO)
+        usage.memory_gib_hours = usage.memory_gib_hours.quantize(MICRO)
     return [totals[key] for key in sorted(totals, key=_sort_key)]
 
 
