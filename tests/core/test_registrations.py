@@ -57,6 +57,7 @@ def test_every_persona_has_a_start_page_and_navigation() -> None:
         assert navigation.navigation_for(persona), persona
     labels = [entry.label for entry in navigation.navigation_for("admin")]
     assert labels == [
-        "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Tenants",
-        "Quota requests", "Catalog", "Clusters", "Identity", "All requests", "Audit log",
+        "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Usage",
+        "Tenants", "Quota requests", "Catalog", "Clusters", "Identity", "All requests",
+        "Audit log",
     ]  # fmt: skip

@@ -16,6 +16,10 @@ from tenants.models import Tenant
 START = hour_floor(datetime.now(UTC)) - timedelta(hours=2)
 
 
+def slug(thing: Offering | GpuModel | None) -> str | None:
+    return thing.slug if thing is not None else None
+
+
 class OneJob:
     """A metrics source at the network edge: one kubectl job on one whole GPU for the hour."""
 
@@ -40,10 +44,10 @@ def test_a_whole_gpu_pod_takes_the_model_its_gpu_reports_when_models_share_the_n
     tenant_a: Tenant, catalog: dict[str, Offering]
 ) -> None:
     whole = SharingBackend.objects.get(slug="whole")
-    for slug in ("a100-80gb", "h100-80gb"):
+    for model in ("a100-80gb", "h100-80gb"):
         gpu_pool_create(
-            actor=None, cluster="mixed", name=slug, backend=whole,
-            gpu_model=GpuModel.objects.get(slug=slug),
+            actor=None, cluster="mixed", name=model, backend=whole,
+            gpu_model=GpuModel.objects.get(slug=model),
         )  # fmt: skip
     cluster = cluster_create(actor=None, name="mixed")
 
@@ -51,8 +55,8 @@ def test_a_whole_gpu_pod_takes_the_model_its_gpu_reports_when_models_share_the_n
     window_collect(cluster, START + timedelta(hours=1), OneJob(""))
 
     [known] = UsageRecord.objects.filter(hour=START)
-    assert known.gpu_model.slug == "h100-80gb"
-    assert known.offering.slug == "h100-80gb-whole"
+    assert slug(known.gpu_model) == "h100-80gb"
+    assert slug(known.offering) == "h100-80gb-whole"
     assert (known.requested, known.used_gpu_hours) == (Fraction(1), Decimal("0.5"))
     # Without the exporter's word the model stays unknown, in one row, not guessed.
     [unknown] = UsageRecord.objects.filter(hour=START + timedelta(hours=1))

@@ -29,10 +29,12 @@ def test_a_real_worker_collects_the_due_windows_in_order(
     collect_usage.delay()
 
     state = wait_until(
-        lambda: not UsageWindow.objects.filter(state=WindowState.STARTED).exists()
-        and MeteringState.objects.filter(
-            cluster=cluster, complete_until__gte=start + timedelta(hours=2)
-        ).first(),
+        lambda: (
+            not UsageWindow.objects.filter(state=WindowState.STARTED).exists()
+            and MeteringState.objects.filter(
+                cluster=cluster, complete_until__gte=start + timedelta(hours=2)
+            ).first()
+        ),
         timeout=30,
         what="the worker to collect the windows",
     )
