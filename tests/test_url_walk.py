@@ -150,6 +150,7 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "metering:mine": ("get", "", (302, 200, 200, 200, 200, 200)),
     "metering:tenant": ("get", "tenant", (302, 404, 200, 404, 200, 200)),
     "metering:all": ("get", "", (302, 404, 404, 404, 200, 200)),
+    "metering:idle-remind": ("post", "tenant_allocation", (302, 404, 302, 404, 403, 302)),
     "metering:idle-release": ("post", "tenant_allocation", (302, 404, 302, 404, 403, 302)),
 }
 

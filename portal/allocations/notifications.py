@@ -23,6 +23,7 @@ EVENTS = {
     "allocation.expiring": "Allocation {id} ends at {ends_at}: {what} in {tenant}",
     "allocation.expired": "Allocation {id} has ended: {what} in {tenant}",
     "allocation.revoked": "Allocation {id} was revoked: {what} in {tenant}",
+    "allocation.idle": "Allocation {id} sits idle: {what} in {tenant}; release it when done",
 }
 
 

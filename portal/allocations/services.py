@@ -261,6 +261,24 @@ def gpu_request_release(*, actor: User, gpu_request: GpuRequest) -> GpuRequest:
 
 
 @transaction.atomic
+def gpu_request_idle_remind(*, actor: User, gpu_request: GpuRequest) -> GpuRequest:
+    """A lead of the tenant (or an admin) tells an allocation's owner that it sits idle and asks
+    them to release it: audited, and emailed (and sent to the webhook) after the commit."""
+    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="reminded of")
+    if not (actor.is_portal_admin or role_in(actor, locked.tenant) == MemberRole.LEAD):
+        raise PermissionDenied("Only the tenant's leads and admins remind owners of idle GPUs.")
+    audit_record(
+        actor=actor,
+        action="gpu_request.idle_remind",
+        target=locked,
+        tenant=locked.tenant,
+        changes={},
+    )
+    notify_on_commit(locked, "allocation.idle")
+    return locked
+
+
+@transaction.atomic
 def gpu_request_revoke(*, actor: User, gpu_request: GpuRequest, comment: str) -> GpuRequest:
     """An admin ends an allocation early, with a reason."""
     if not actor.is_portal_admin:

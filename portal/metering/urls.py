@@ -14,4 +14,9 @@ urlpatterns = [
         views.idle_release,
         name="idle-release",
     ),
+    path(
+        "tenants/<slug:slug>/allocations/<int:pk>/remind/",
+        views.idle_remind,
+        name="idle-remind",
+    ),
 ]

@@ -23,7 +23,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from portal.allocations.selectors import gpu_request_for
-from portal.allocations.services import gpu_request_release
+from portal.allocations.services import gpu_request_idle_remind, gpu_request_release
 from portal.catalog.models import GpuPool
 from portal.core.http import AuthenticatedHttpRequest
 from portal.metering.idle import DEFAULT_HOURS, DEFAULT_THRESHOLD, MAX_HOURS, idle_allocations
@@ -387,6 +387,24 @@ def idle_release(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpR
         raise Http404("No such allocation in this tenant.")
     released = gpu_request_release(actor=request.user, gpu_request=allocation)
     note = f"Allocation {released.pk} is {released.state}."
+    if request.htmx:
+        period = period_of(request, with_hours=True)
+        context = idle_context(request, tenant, period) | {"released": note}
+        return render(request, "metering/tenant.html#idle", context)
+    messages.success(request, note)
+    return redirect("metering:tenant", slug=tenant.slug)
+
+
+@login_required
+@require_POST
+def idle_remind(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Ask an idle allocation's owner to release it (allocations' service: audited, emailed)."""
+    tenant = tenant_usage_for(request, slug)
+    allocation = gpu_request_for(request.user, pk)
+    if allocation.tenant_id != tenant.pk:
+        raise Http404("No such allocation in this tenant.")
+    reminded = gpu_request_idle_remind(actor=request.user, gpu_request=allocation)
+    note = f"{reminded.requester.username} is asked to release allocation {reminded.pk}."
     if request.htmx:
         period = period_of(request, with_hours=True)
         context = idle_context(request, tenant, period) | {"released": note}

@@ -272,6 +272,36 @@ def test_a_lead_releases_an_idle_allocation_from_the_usage_page(client_for, lead
     assert client.post(release).status_code == 409
 
 
+def test_a_lead_asks_the_owner_of_an_idle_allocation_to_release_it(
+    client_for,
+    lead,
+    developer,
+    outsider,
+    finance_user,
+    usage,
+    tasks_in_process,
+    mailoutbox,
+    django_capture_on_commit_callbacks,
+) -> None:
+    remind = reverse("metering:idle-remind", args=["vision", usage.idle.pk])
+    assert client_for(outsider).post(remind).status_code == 404
+    assert client_for(developer).post(remind).status_code == 404
+    assert client_for(finance_user).post(remind).status_code == 403
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(lead).post(f"{remind}?hours=24", HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 200
+    assert f"is asked to release allocation {usage.idle.pk}" in response.content.decode()
+    event = AuditEvent.objects.get(action="gpu_request.idle_remind")
+    assert (event.actor, event.target_id) == (lead, str(usage.idle.pk))
+    [mail] = mailoutbox
+    assert mail.to == [usage.idle.requester.email]
+    assert f"Allocation {usage.idle.pk} sits idle" in mail.subject
+    usage.idle.refresh_from_db()
+    assert usage.idle.state == RequestState.APPROVED  # a word, not a release
+
+
 def test_without_javascript_release_goes_back_to_the_page_with_a_message(
     client_for, lead, usage
 ) -> None:
