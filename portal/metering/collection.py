@@ -39,14 +39,16 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Q
 from django.utils import timezone
 
 from portal.allocations.models import GpuRequest
 from portal.catalog.models import GpuModel, GpuPool, Offering
 from portal.cluster.models import Cluster
 from portal.metering.models import (
+    MICRO,
     GpuHealth,
+    Measures,
     MeteringState,
     UsageDaily,
     UsageRecord,
@@ -68,7 +70,6 @@ logger = logging.getLogger(__name__)
 
 NOTEBOOK_POD = re.compile(r"^nb-(\d+)-0$")
 MIG_PROFILE = re.compile(r"^(\d+)g\.")
-MICRO = Decimal("0.000001")
 HOUR_SECONDS = 3600
 
 
@@ -226,24 +227,7 @@ def daily_rollup(cluster: Cluster, day: date) -> None:
         cluster=cluster, hour__gte=begin, hour__lt=begin + timedelta(days=1)
     )
     group = ("tenant_id", "namespace", "gpu_model_id", "offering_id")
-    sums: dict[tuple[Any, ...], list[Any]] = {}
-    rows = (
-        hours.order_by()
-        .values(*group, "reserved_den", "requested_den")
-        .annotate(
-            reserved=Sum("reserved_num"),
-            requested=Sum("requested_num"),
-            used=Sum("used_gpu_hours"),
-            memory=Sum("memory_gib_hours"),
-        )
-    )
-    for row in rows:
-        key = tuple(row[name] for name in group)
-        total = sums.setdefault(key, [Fraction(0), Fraction(0), Decimal(0), Decimal(0)])
-        total[0] += Fraction(row["reserved"], row["reserved_den"])
-        total[1] += Fraction(row["requested"], row["requested_den"])
-        total[2] += row["used"]
-        total[3] += row["memory"]
+    sums = hours.measure_sums(group)
     UsageDaily.objects.filter(cluster=cluster, day=day).delete()
     daily = []
     for (tenant_id, namespace, gpu_model_id, offering_id), total in sums.items():
@@ -254,10 +238,10 @@ def daily_rollup(cluster: Cluster, day: date) -> None:
             namespace=namespace,
             gpu_model_id=gpu_model_id,
             offering_id=offering_id,
-            used_gpu_hours=total[2],
-            memory_gib_hours=total[3],
+            used_gpu_hours=total.used_gpu_hours,
+            memory_gib_hours=total.memory_gib_hours,
         )
-        row.reserved, row.requested = total[0], total[1]
+        row.reserved, row.requested = total.reserved, total.requested
         daily.append(row)
     UsageDaily.objects.bulk_create(daily, batch_size=2000)
 
@@ -276,14 +260,6 @@ class Key:
     allocation_id: int | None = None
     gpu_model_id: int | None = None
     offering_id: int | None = None
-
-
-@dataclass
-class Measures:
-    reserved: Fraction = Fraction(0)
-    requested: Fraction = Fraction(0)
-    used: Decimal = Decimal(0)
-    memory: Decimal = Decimal(0)
 
 
 def _seconds(moment: datetime) -> int:
@@ -345,8 +321,8 @@ class Attribution:
                 allocation_id=key.allocation_id,
                 gpu_model_id=key.gpu_model_id,
                 offering_id=key.offering_id,
-                used_gpu_hours=measures.used.quantize(MICRO),
-                memory_gib_hours=measures.memory.quantize(MICRO),
+                used_gpu_hours=measures.used_gpu_hours.quantize(MICRO),
+                memory_gib_hours=measures.memory_gib_hours.quantize(MICRO),
             )
             record.reserved, record.requested = measures.reserved, measures.requested
             records.append(record)
@@ -545,5 +521,5 @@ class Attribution:
                 profile = MIG_PROFILE.match(use.mig_profile)
                 device_eq = Decimal(int(profile.group(1))) / 7 if profile else Decimal(1)
                 measures = self.totals[key]
-                measures.used += use.busy_seconds * share * device_eq / HOUR_SECONDS
-                measures.memory += use.memory_mib_seconds * share / 1024 / HOUR_SECONDS
+                measures.used_gpu_hours += use.busy_seconds * share * device_eq / HOUR_SECONDS
+                measures.memory_gib_hours += use.memory_mib_seconds * share / 1024 / HOUR_SECONDS

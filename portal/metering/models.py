@@ -14,13 +14,22 @@ Measures (DOMAIN.md, "Usage record"):
   in use (GiB-hours). These come from sampled utilisation: Decimal, to the microhour.
 """
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+from django.db.models import Sum
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.visibility import VisibleQuerySet, register_scope
 from tenants.access import sees_everything, tenants_led_by
+
+MICRO = Decimal("0.000001")
 
 
 class WindowState(models.TextChoices):
@@ -80,15 +89,78 @@ class WorkloadKind(models.TextChoices):
     UNATTRIBUTED = "unattributed", "unattributed"
 
 
-class UsageRecord(models.Model):
-    """One hour x tenant x user x workload x GPU model x offering, in one cluster."""
+@dataclass
+class Measures:
+    """The four measures of some usage: GPU-eq-hours exact, used and memory to the microhour."""
+
+    reserved: Fraction = Fraction(0)
+    requested: Fraction = Fraction(0)
+    used_gpu_hours: Decimal = Decimal(0)
+    memory_gib_hours: Decimal = Decimal(0)
+
+
+class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
+    def measure_sums(self, columns: Sequence[str]) -> dict[tuple[Any, ...], Measures]:
+        """The measures summed per value of `columns`, in one grouped query: the fractions'
+        numerators per denominator in SQL, combined exactly here."""
+        grouped = (
+            self.order_by()
+            .values(*columns, "reserved_den", "requested_den")
+            .annotate(
+                reserved=Sum("reserved_num"),
+                requested=Sum("requested_num"),
+                used=Sum("used_gpu_hours"),
+                memory=Sum("memory_gib_hours"),
+            )
+        )
+        sums: dict[tuple[Any, ...], Measures] = {}
+        for row in grouped:
+            total = sums.setdefault(tuple(row[column] for column in columns), Measures())
+            total.reserved += Fraction(row["reserved"], row["reserved_den"])
+            total.requested += Fraction(row["requested"], row["requested_den"])
+            total.used_gpu_hours += row["used"]
+            total.memory_gib_hours += row["memory"]
+        for total in sums.values():  # SQLite sums decimals with more places than it stores
+            total.used_gpu_hours = total.used_gpu_hours.quantize(MICRO)
+            total.memory_gib_hours = total.memory_gib_hours.quantize(MICRO)
+        return sums
+
+
+class UsageMeasures(models.Model):
+    """Where usage happened and the four measures: what records and the rollup share."""
 
     cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
-    hour = models.DateTimeField()
     tenant = models.ForeignKey(
         "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     namespace = models.CharField(max_length=63, blank=True)
+    gpu_model = models.ForeignKey(
+        "catalog.GpuModel", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    offering = models.ForeignKey(
+        "catalog.Offering", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    reserved_num, reserved_den = gpu_eq_columns("reserved")
+    reserved = gpu_eq_property("reserved")
+    requested_num, requested_den = gpu_eq_columns("requested")
+    requested = gpu_eq_property("requested")
+    used_gpu_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+    memory_gib_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+
+    objects = UsageQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+        constraints = [
+            *gpu_eq_constraints("reserved", model="%(class)s"),
+            *gpu_eq_constraints("requested", model="%(class)s"),
+        ]
+
+
+class UsageRecord(UsageMeasures):
+    """One hour x tenant x user x workload x GPU model x offering, in one cluster."""
+
+    hour = models.DateTimeField()
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.PROTECT,
@@ -115,73 +187,32 @@ class UsageRecord(models.Model):
         related_name="+",
         db_constraint=False,
     )
-    gpu_model = models.ForeignKey(
-        "catalog.GpuModel", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    offering = models.ForeignKey(
-        "catalog.Offering", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    reserved_num, reserved_den = gpu_eq_columns("reserved")
-    reserved = gpu_eq_property("reserved")
-    requested_num, requested_den = gpu_eq_columns("requested")
-    requested = gpu_eq_property("requested")
-    used_gpu_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
-    memory_gib_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
 
-    objects = VisibleQuerySet.as_manager()
-
-    class Meta:
+    class Meta(UsageMeasures.Meta):
         ordering = ["hour", "id"]
         indexes = [
             models.Index(fields=["cluster", "hour"]),
             models.Index(fields=["tenant", "hour"]),
             models.Index(fields=["user", "hour"]),
         ]
-        constraints = [
-            *gpu_eq_constraints("reserved", model="usagerecord"),
-            *gpu_eq_constraints("requested", model="usagerecord"),
-        ]
 
     def __str__(self) -> str:
         return f"{self.hour:%Y-%m-%d %H:00} {self.namespace} {self.workload}"
 
 
-class UsageDaily(models.Model):
+class UsageDaily(UsageMeasures):
     """The day's usage per cluster x tenant x namespace x GPU model x offering: the rollup
     that keeps a year of dashboards fast. Rewritten whole for the day each time one of its
     hours is collected."""
 
-    cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
-    tenant = models.ForeignKey(
-        "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    namespace = models.CharField(max_length=63, blank=True)
-    gpu_model = models.ForeignKey(
-        "catalog.GpuModel", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    offering = models.ForeignKey(
-        "catalog.Offering", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    reserved_num, reserved_den = gpu_eq_columns("reserved")
-    reserved = gpu_eq_property("reserved")
-    requested_num, requested_den = gpu_eq_columns("requested")
-    requested = gpu_eq_property("requested")
-    used_gpu_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
-    memory_gib_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
 
-    objects = VisibleQuerySet.as_manager()
-
-    class Meta:
+    class Meta(UsageMeasures.Meta):
         ordering = ["day", "id"]
         indexes = [
             models.Index(fields=["cluster", "day"]),
             models.Index(fields=["tenant", "day"]),
             models.Index(fields=["day"]),
-        ]
-        constraints = [
-            *gpu_eq_constraints("reserved", model="usagedaily"),
-            *gpu_eq_constraints("requested", model="usagedaily"),
         ]
 
     def __str__(self) -> str:

@@ -10,17 +10,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
-from django.db.models import F, QuerySet, Sum
+from django.db.models import F, QuerySet
 from django.db.models.functions import TruncDate
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.cluster.models import Cluster
 from portal.core.errors import NotFound
-from portal.metering.models import MeteringState, UsageDaily, UsageRecord, UsageWindow
+from portal.metering.models import (
+    Measures,
+    MeteringState,
+    UsageDaily,
+    UsageQuerySet,
+    UsageRecord,
+    UsageWindow,
+)
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
@@ -48,7 +54,6 @@ _NAMES = {
     "hour": "hour",
 }
 MAX_DAYS = 366
-MICRO = Decimal("0.000001")
 MAX_HOURLY_DAYS = 31
 
 
@@ -61,14 +66,10 @@ class UsageQueryError(ValueError):
 
 
 @dataclass
-class UsageRow:
+class UsageRow(Measures):
     """Totals for one group: GPU-eq-hours exact, used and memory to the microhour."""
 
-    group: dict[str, Any]
-    reserved: Fraction = Fraction(0)
-    requested: Fraction = Fraction(0)
-    used_gpu_hours: Decimal = Decimal(0)
-    memory_gib_hours: Decimal = Decimal(0)
+    group: dict[str, Any] = field(default_factory=dict)
 
     @property
     def utilisation(self) -> Decimal | None:
@@ -132,7 +133,7 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
     query.check()
     begin = datetime.combine(query.start, time(), tzinfo=UTC)
     finish = datetime.combine(query.end + timedelta(days=1), time(), tzinfo=UTC)
-    rows: QuerySet[Any]
+    rows: UsageQuerySet[Any]
     if _uses_rollup(viewer, query):
         rows = UsageDaily.objects.visible_to(viewer).filter(
             day__gte=query.start, day__lte=query.end
@@ -149,31 +150,13 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
             rows = rows.annotate(day=TruncDate("hour", tzinfo=UTC))
     if query.tenant is not None:
         rows = rows.filter(tenant=query.tenant)
-    grouped = (
-        rows.order_by()
-        .values(*columns, "reserved_den", "requested_den")
-        .annotate(
-            reserved=Sum("reserved_num"),
-            requested=Sum("requested_num"),
-            used=Sum("used_gpu_hours"),
-            memory=Sum("memory_gib_hours"),
+    totals = {
+        key: UsageRow(
+            group={_NAMES[column]: value for column, value in zip(columns, key, strict=True)},
+            **measures.__dict__,
         )
-    )
-    totals: dict[tuple[Any, ...], UsageRow] = {}
-    for row in grouped:
-        key = tuple(row[column] for column in columns)
-        usage = totals.get(key)
-        if usage is None:
-            usage = totals[key] = UsageRow(
-                group={_NAMES[column]: row[column] for column in columns}
-            )
-        usage.reserved += Fraction(row["reserved"], row["reserved_den"])
-        usage.requested += Fraction(row["requested"], row["requested_den"])
-        usage.used_gpu_hours += row["used"]
-        usage.memory_gib_hours += row["memory"]
-    for usage in totals.values():  # SQLite sums decimals with more places than stored
-        usage.used_gpu_hours = usage.used_gpu_hours.quantize(MICRO)
-        usage.memory_gib_hours = usage.memory_gib_hours.quantize(MICRO)
+        for key, measures in rows.measure_sums(columns).items()
+    }
     return [totals[key] for key in sorted(totals, key=_sort_key)]
 
 

@@ -22,6 +22,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import gpu_request_for
 from portal.allocations.services import gpu_request_idle_remind, gpu_request_release
 from portal.catalog.models import GpuPool
@@ -376,41 +377,47 @@ def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@login_required
-@require_POST
-def idle_release(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
-    """Release one of the tenant's allocations from its usage page (allocations' service: the
-    state, the audit event and the namespace's quota follow). htmx gets the refreshed list."""
+def _idle_action(
+    request: AuthenticatedHttpRequest, slug: str, pk: int, act: Callable[[GpuRequest], str]
+) -> HttpResponse:
+    """Act on one of the tenant's allocations from its usage page; htmx gets the refreshed
+    list with what happened, a plain form the page again with a message."""
     tenant = tenant_usage_for(request, slug)
     allocation = gpu_request_for(request.user, pk)
     if allocation.tenant_id != tenant.pk:
         raise Http404("No such allocation in this tenant.")
-    released = gpu_request_release(actor=request.user, gpu_request=allocation)
-    note = f"Allocation {released.pk} is {released.state}."
+    note = act(allocation)
     if request.htmx:
         period = period_of(request, with_hours=True)
         context = idle_context(request, tenant, period) | {"released": note}
         return render(request, "metering/tenant.html#idle", context)
     messages.success(request, note)
     return redirect("metering:tenant", slug=tenant.slug)
+
+
+@login_required
+@require_POST
+def idle_release(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Release an idle allocation (allocations' service: the state, the audit event and the
+    namespace's quota follow)."""
+
+    def release(allocation: GpuRequest) -> str:
+        released = gpu_request_release(actor=request.user, gpu_request=allocation)
+        return f"Allocation {released.pk} is {released.state}."
+
+    return _idle_action(request, slug, pk, release)
 
 
 @login_required
 @require_POST
 def idle_remind(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
     """Ask an idle allocation's owner to release it (allocations' service: audited, emailed)."""
-    tenant = tenant_usage_for(request, slug)
-    allocation = gpu_request_for(request.user, pk)
-    if allocation.tenant_id != tenant.pk:
-        raise Http404("No such allocation in this tenant.")
-    reminded = gpu_request_idle_remind(actor=request.user, gpu_request=allocation)
-    note = f"{reminded.requester.username} is asked to release allocation {reminded.pk}."
-    if request.htmx:
-        period = period_of(request, with_hours=True)
-        context = idle_context(request, tenant, period) | {"released": note}
-        return render(request, "metering/tenant.html#idle", context)
-    messages.success(request, note)
-    return redirect("metering:tenant", slug=tenant.slug)
+
+    def remind(allocation: GpuRequest) -> str:
+        reminded = gpu_request_idle_remind(actor=request.user, gpu_request=allocation)
+        return f"{reminded.requester.username} is asked to release allocation {reminded.pk}."
+
+    return _idle_action(request, slug, pk, remind)
 
 
 # Every tenant's usage
