@@ -2,8 +2,9 @@
 
 An allocation is idle when it still holds quota (approved or active), held GPUs during the
 last `hours` hours (usage records with reserved GPU-eq-hours there), and its used GPU-hours in
-that time are below `threshold` of what it reserved. Read from the hourly records: one grouped
-query over the window, one for the allocations it names.
+that time are below `threshold` of what it reserved. Batch allocations are left out: their
+pods are the tenant's own jobs, which usage cannot tie to an allocation. Read from the hourly
+records: one grouped query over the window, one for the allocations it names.
 """
 
 from dataclasses import dataclass
@@ -11,10 +12,9 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
-from django.db.models import Sum
 from django.utils import timezone
 
-from portal.allocations.models import HOLDING_STATES, GpuRequest
+from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose
 from portal.metering.collection import hour_floor
 from portal.metering.models import UsageRecord
 from portal.metering.selectors import UsageQueryError
@@ -62,26 +62,24 @@ def idle_allocations(
     `hours` hours (whole hours, the current one included), least used first. Two queries."""
     idle_hours_check(hours)
     since = hour_floor((now or timezone.now()) - timedelta(hours=hours))
-    holding = GpuRequest.objects.filter(tenant=tenant, state__in=HOLDING_STATES).values("pk")
-    sums = (
-        UsageRecord.objects.filter(tenant=tenant, hour__gte=since, allocation_id__in=holding)
-        .order_by()
-        .values("allocation_id", "reserved_den")
-        .annotate(held=Sum("reserved_num"), busy=Sum("used_gpu_hours"))
+    # A batch allocation's pods are the tenant's own jobs, which usage cannot tie to it: its
+    # use is unknown, so it is never called idle.
+    holding = (
+        GpuRequest.objects.filter(tenant=tenant, state__in=HOLDING_STATES)
+        .exclude(purpose=Purpose.BATCH)
+        .values("pk")
     )
-    reserved: dict[int, Fraction] = {}
-    used: dict[int, Decimal] = {}
-    for row in sums:
-        pk = row["allocation_id"]
-        reserved[pk] = reserved.get(pk, Fraction(0)) + Fraction(row["held"], row["reserved_den"])
-        used[pk] = used.get(pk, Decimal(0)) + row["busy"]
+    sums = UsageRecord.objects.filter(
+        tenant=tenant, hour__gte=since, allocation_id__in=holding
+    ).measure_sums(["allocation_id"])
     idle = {
-        pk: held
-        for pk, held in reserved.items()
-        if held > 0 and Fraction(used[pk]) < held * Fraction(threshold)
+        pk: measures
+        for (pk,), measures in sums.items()
+        if measures.reserved > 0
+        and Fraction(measures.used_gpu_hours) < measures.reserved * Fraction(threshold)
     }
     allocations = GpuRequest.objects.filter(pk__in=idle).select_related(
         "requester", "offering", "gpu_model"
     )
-    found = [IdleAllocation(a, idle[a.pk], used[a.pk]) for a in allocations]
+    found = [IdleAllocation(a, idle[a.pk].reserved, idle[a.pk].used_gpu_hours) for a in allocations]
     return sorted(found, key=lambda item: (item.utilisation, item.allocation.pk))
