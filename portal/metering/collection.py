@@ -58,6 +58,7 @@ from portal.metering.models import (
 )
 from portal.metering.sources import (
     WINDOW,
+    DeviceUse,
     MetricsSource,
     MetricsUnavailable,
     WindowMetrics,
@@ -69,7 +70,7 @@ from tenants.models import Tenant
 logger = logging.getLogger(__name__)
 
 NOTEBOOK_POD = re.compile(r"^nb-(\d+)-0$")
-MIG_PROFILE = re.compile(r"^(\d+)g\.")
+MIG_PROFILE = re.compile(r"(?:^|\.)(\d+)g\.")
 HOUR_SECONDS = 3600
 
 
@@ -93,8 +94,9 @@ def metering_begin(*, cluster: Cluster, at: datetime, demo: bool = False) -> Met
     state = metering_state(cluster)
     state.begins_at = hour_floor(at)
     state.demo = demo
-    if state.complete_until is not None and state.complete_until < state.begins_at:
-        state.complete_until = None
+    # The watermark is found again from the new beginning: earlier hours are collected, and
+    # windows already done are stepped over once the hours before them are.
+    state.complete_until = None
     state.save(update_fields=["begins_at", "demo", "complete_until"])
     return state
 
@@ -170,6 +172,9 @@ def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> 
         raise
     records = Attribution(cluster, start).records(metrics)
     with transaction.atomic():
+        # One writer per cluster at a time: the day's rollup is summed from every hour of the
+        # day, which another window's uncommitted rows would leave out.
+        MeteringState.objects.select_for_update().get(cluster=cluster)
         window = UsageWindow.objects.select_for_update().get(pk=window.pk)
         UsageRecord.objects.filter(cluster=cluster, hour=start).delete()
         GpuHealth.objects.filter(cluster=cluster, hour=start).delete()
@@ -338,11 +343,13 @@ class Attribution:
         )
         if not allocations:
             return
+        # The latest notebook launched on each allocation before the window ended: a notebook
+        # launched later does not take earlier hours (nor move them to its cluster).
         notebooks: dict[int, Notebook] = {}
         for launched in Notebook.objects.filter(
-            allocation_id__in=[a.pk for a in allocations]
-        ).order_by("id"):
-            notebooks[launched.allocation_id] = launched  # the latest one on the allocation
+            allocation_id__in=[a.pk for a in allocations], created_at__lt=self.end
+        ).order_by("created_at", "id"):
+            notebooks[launched.allocation_id] = launched
         clusters = self._clusters_serving()
         for allocation in allocations:
             notebook: Notebook | None = notebooks.get(allocation.pk)
@@ -497,29 +504,59 @@ class Attribution:
             if not use.pod and not use.busy_seconds:
                 continue  # an idle GPU no pod holds: nobody's usage
             by_device[(use.node, use.device)].append(use)
+        mig_devices: dict[tuple[str, str], int] = defaultdict(int)
         for uses in by_device.values():
-            weights = [
-                Decimal(held[(u.namespace, u.pod)][1].numerator)
-                / Decimal(held[(u.namespace, u.pod)][1].denominator)
-                if (u.namespace, u.pod) in held and held[(u.namespace, u.pod)][1]
-                else Decimal(1)
-                for u in uses
-            ]
-            whole = sum(weights)
-            for use, weight in zip(uses, weights, strict=True):
-                share = weight / whole
-                key = (
-                    held[(use.namespace, use.pod)][0]
-                    if (use.namespace, use.pod) in held
-                    else (self.pod_keys[(use.namespace, use.pod)])
-                )
+            for use in uses:
+                if use.mig_profile:
+                    mig_devices[(use.namespace, use.pod)] += 1
+        for uses in by_device.values():
+            shares = self._shares(uses, held)
+            for use in uses:
+                pod = (use.namespace, use.pod)
+                key = held[pod][0] if pod in held else self.pod_keys[pod]
                 if key.gpu_model_id is None:
                     model_id = self.models_by_device_name.get(
                         use.model_name.replace("-", " ").lower()
                     )
                     key = Key(**{**key.__dict__, "gpu_model_id": model_id})
-                profile = MIG_PROFILE.match(use.mig_profile)
-                device_eq = Decimal(int(profile.group(1))) / 7 if profile else Decimal(1)
                 measures = self.totals[key]
-                measures.used_gpu_hours += use.busy_seconds * share * device_eq / HOUR_SECONDS
+                share = shares.get(pod, Decimal(1))
+                size = self._device_size(use, held.get(pod), mig_devices.get(pod, 1))
+                measures.used_gpu_hours += use.busy_seconds * share * size / HOUR_SECONDS
                 measures.memory_gib_hours += use.memory_mib_seconds * share / 1024 / HOUR_SECONDS
+
+    @staticmethod
+    def _shares(
+        uses: list[DeviceUse], held: dict[tuple[str, str], tuple[Key, Fraction]]
+    ) -> dict[tuple[str, str], Decimal]:
+        """How a device's time is split between the pods on it. A whole GPU or a MIG instance is
+        exclusive: pods on it took turns, each gets its own series whole. A shared device
+        (pods holding a fraction of a whole GPU: time-slicing, memory slices) reports its
+        numbers to every pod on it, so they are split by the pods' shares."""
+        pods = [(u.namespace, u.pod) for u in uses if u.pod]
+        fractions = [held[pod][1] for pod in pods if pod in held]
+        shared = not uses[0].mig_profile and any(f.denominator != 1 for f in fractions)
+        if not shared or len(pods) < 2:
+            return {}
+        weights = {
+            pod: (
+                Decimal(held[pod][1].numerator) / Decimal(held[pod][1].denominator)
+                if pod in held and held[pod][1]
+                else Decimal(1)
+            )
+            for pod in pods
+        }
+        whole = sum(weights.values())
+        return {pod: weight / whole for pod, weight in weights.items()}
+
+    @staticmethod
+    def _device_size(use: DeviceUse, pod: tuple[Key, Fraction] | None, instances: int) -> Decimal:
+        """How much of a GPU the device is: 1, or for a MIG instance what the pod holds (its
+        offering's GPU-eq) over the instances it holds, else the profile's compute slices out
+        of 7."""
+        if not use.mig_profile:
+            return Decimal(1)
+        if pod is not None and pod[1]:
+            return Decimal(pod[1].numerator) / Decimal(pod[1].denominator) / instances
+        slices = MIG_PROFILE.search(use.mig_profile)
+        return Decimal(int(slices.group(1))) / 7 if slices else Decimal(1)

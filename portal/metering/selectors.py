@@ -54,6 +54,7 @@ _NAMES = {
     "hour": "hour",
 }
 MAX_DAYS = 366
+EARLIEST, LATEST = date(2000, 1, 1), date(9998, 12, 31)
 MAX_HOURLY_DAYS = 31
 
 
@@ -104,6 +105,9 @@ class UsageQuery:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
+        for name, day in (("from", self.start), ("to", self.end)):
+            if not EARLIEST <= day <= LATEST:
+                raise UsageQueryError(name, f"Give a date from {EARLIEST} to {LATEST}.")
         if self.end < self.start:
             raise UsageQueryError("to", "The end date is before the start date.")
         days = (self.end - self.start).days + 1

@@ -8,12 +8,10 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from portal.metering.models import UsageWindow
-from portal.metering.selectors import GROUPS, MAX_DAYS, Watermark
+from portal.metering.selectors import EARLIEST, GROUPS, LATEST, MAX_DAYS, Watermark
 
 DEFAULT_DAYS = 14
 # Beyond these the dates are certainly a mistake (and the day after `to` must still exist).
-EARLIEST = date(2000, 1, 1)
-LATEST = date(9998, 12, 31)
 # The longest `group_by` worth reading: every group once, comma-separated, with room to spare.
 GROUP_BY_MAX_CHARS = 200
 

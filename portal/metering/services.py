@@ -1,14 +1,19 @@
 """Metering's entry points: collect every cluster's due windows from its metrics source."""
 
+import logging
 from datetime import datetime
 
 from django.conf import settings
+from django.utils import timezone
 
 from portal.cluster.models import Cluster
 from portal.metering.collection import MeterResult, meter_cluster
+from portal.metering.models import MeteringState
 from portal.metering.prometheus import PrometheusGateway
 from portal.metering.sources import MetricsSource, PrometheusSource
 from portal.metering.synthetic import SyntheticSource
+
+logger = logging.getLogger(__name__)
 
 
 def metrics_source_for(cluster: Cluster) -> MetricsSource | None:
@@ -36,7 +41,14 @@ def usage_collect(
         source = metrics_source_for(cluster)
         if source is None:
             continue
-        results[cluster.name] = meter_cluster(
-            cluster, source, now=now, limit=settings.PORTAL_METERING_CATCH_UP
-        )
+        try:
+            results[cluster.name] = meter_cluster(
+                cluster, source, now=now, limit=settings.PORTAL_METERING_CATCH_UP
+            )
+        except Exception as error:  # one cluster's fault must not stop the others' metering
+            logger.exception("metering %s failed", cluster.name)
+            MeteringState.objects.filter(cluster=cluster).update(
+                last_run_at=timezone.now(), last_error=f"{type(error).__name__}: {error}"[:2000]
+            )
+            results[cluster.name] = MeterResult(error=str(error))
     return results

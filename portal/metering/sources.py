@@ -7,10 +7,11 @@ window's last millisecond so that a sample on the hour belongs to the window tha
 Each sample stands for one scrape interval (`Cluster.metrics_interval_seconds`), so a sum of
 samples times the interval is an integral over time:
 
-- requests: `sum by (namespace, pod, resource) (max_over_time(kube_pod_container_resource_requests
-  {resource=~"<the catalog's extended resources>"}[1h]))`, what each pod asks for;
-- running: `max by (namespace, pod) (sum_over_time(kube_pod_status_phase{phase="Running"}[1h]))`,
-  the samples in which the pod ran;
+- requests: `sum by (namespace, pod, resource) (max by (namespace, pod, container, resource)
+  (max_over_time(kube_pod_container_resource_requests{resource=~"<the catalog's resources>"}
+  [1h])))`, what each pod asks for (one series per container, however many incarnations);
+- running: `sum by (namespace, pod) (max by (namespace, pod, uid) (sum_over_time(
+  kube_pod_status_phase{phase="Running"}[1h])))`, the samples in which each incarnation ran;
 - busy: `sum_over_time(DCGM_FI_DEV_GPU_UTIL[1h])` (percent) and
   `sum_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1h])` (a ratio; MIG instances report only this),
   by device, MIG instance and pod;
@@ -128,15 +129,19 @@ class PrometheusSource:
             selector = f'kube_pod_container_resource_requests{{resource=~"{"|".join(wanted)}"}}'
             for sample in self._query(
                 metrics,
-                f"sum by (namespace, pod, resource) (max_over_time({selector}{span}))",
+                # One series per container and incarnation (uid, node while pending, the
+                # kube-state-metrics instance): the largest per container, summed per pod.
+                "sum by (namespace, pod, resource) (max by (namespace, pod, container, resource)"
+                f" (max_over_time({selector}{span})))",
                 at,
             ):
                 namespace, pod, resource = _key(sample, "namespace", "pod", "resource")
                 metrics.requests.append(PodRequest(namespace, pod, resource, sample.value))
             for sample in self._query(
                 metrics,
-                "max by (namespace, pod) "
-                f'(sum_over_time(kube_pod_status_phase{{phase="Running"}}{span}))',
+                # Each incarnation (uid) of a pod ran for its own samples: summed per pod.
+                "sum by (namespace, pod) (max by (namespace, pod, uid) "
+                f'(sum_over_time(kube_pod_status_phase{{phase="Running"}}{span})))',
                 at,
             ):
                 namespace, pod = _key(sample, "namespace", "pod")

@@ -6,10 +6,11 @@ from tests.conftest import PASSWORD
 pytestmark = pytest.mark.browser
 
 LEAD_NAVIGATION = [
-    "My workspace", "Notebooks", "My requests", "Approvals", "Team", "Capacity", "Audit log",
+    "My workspace", "Notebooks", "My requests", "My usage", "Approvals", "Team", "Capacity",
+    "Audit log",
 ]  # fmt: skip
 ADMIN_NAVIGATION = [
-    "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Tenants",
+    "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Usage", "Tenants",
     "Quota requests", "Catalog", "Clusters", "Identity", "All requests", "Audit log",
 ]  # fmt: skip
 
@@ -20,10 +21,10 @@ ADMIN_NAVIGATION = [
         (
             "developer",
             "My workspace",
-            ["My workspace", "Notebooks", "My requests", "Capacity", "Audit log"],
+            ["My workspace", "Notebooks", "My requests", "My usage", "Capacity", "Audit log"],
         ),
         ("lead", "Team", LEAD_NAVIGATION),
-        ("finance_user", "Chargeback", ["Chargeback", "All requests", "Audit log"]),
+        ("finance_user", "Chargeback", ["Chargeback", "Usage", "All requests", "Audit log"]),
         ("admin_user", "Tenants", ADMIN_NAVIGATION),
     ],
 )

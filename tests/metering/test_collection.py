@@ -100,6 +100,7 @@ def story(
     notebook = launch(developer, notebook_allocation)
     mig_allocation = allocation_of(developer, tenant_a, catalog["a100-80gb-mig-1g-10gb"])
     GpuRequest.objects.filter(pk=notebook_allocation.pk).update(starts_at=at(0.5), ends_at=at(2.25))
+    Notebook.objects.filter(pk=notebook.pk).update(created_at=at(0.5))
     GpuRequest.objects.filter(pk=mig_allocation.pk).update(starts_at=at(1), ends_at=at(1) + 20 * M)
 
     history = History(interval=30)
@@ -127,6 +128,19 @@ def story(
     history.gpu(namespace=NAMESPACE, pod="batch-long", uuid="GPU-5", start=at(2), end=at(50),
                 util_percent=100)  # fmt: skip
 
+    # Two jobs one after the other on one whole GPU, and one pod seen twice by
+    # kube-state-metrics (pending on no node, then running on a node) in the same hour.
+    for name, begin in (("seq-a", at(3)), ("seq-b", at(3) + 40 * M)):
+        history.pod(namespace=NAMESPACE, pod=name, start=begin, end=begin + 20 * M,
+                    requests={"nvidia_com_gpu": 1})  # fmt: skip
+        history.gpu(namespace=NAMESPACE, pod=name, uuid="GPU-6", start=begin,
+                    end=begin + 20 * M, util_percent=60)  # fmt: skip
+    history.series(
+        "kube_pod_container_resource_requests",
+        {"namespace": NAMESPACE, "pod": "seq-a", "container": "main",
+         "resource": "nvidia_com_gpu", "unit": "integer", "node": ""},
+        at(3) - 10 * M, at(3), 1,
+    )  # fmt: skip
     prometheus = history_prometheus(history)
     cluster.prometheus_url = prometheus.url
     cluster.save(update_fields=["prometheus_url"])
@@ -223,8 +237,9 @@ def test_a_pod_across_days_is_split_at_every_hour_and_rolled_up_per_day(story: S
     assert gpu_eq_sum(days, name="requested") == gpu_eq_sum(
         UsageRecord.objects.filter(tenant__slug="vision"), name="requested"
     )
-    assert gpu_eq_sum(days, name="requested") == Fraction(
-        1, 3) + 1 + Fraction(1, 6) + Fraction(1, 7) + Fraction(1, 2) + 2 * 48  # fmt: skip
+    notebook = Fraction(1, 3) + 1 + Fraction(1, 6)
+    others = Fraction(1, 7) + Fraction(1, 2) + 2 * 48 + Fraction(2, 3)  # mig, shares, batch, seq
+    assert gpu_eq_sum(days, name="requested") == notebook + others
     assert {row.day for row in days} == {at(hour).date() for hour in range(50)}
 
 
@@ -335,3 +350,47 @@ def test_usage_totals_per_tenant_and_day_agree_with_the_hours(
         story.notebook.name: Fraction(7, 4),
         f"allocation-{story.mig_allocation.pk}": Fraction(1, 21),
     }
+
+
+def test_pods_taking_turns_on_a_whole_gpu_each_get_their_own_time_and_count_once(
+    story: Story,
+) -> None:
+    collect(story, 4)
+
+    first, second = (record(story, 3, workload=name) for name in ("seq-a", "seq-b"))
+
+    for job in (first, second):
+        assert job.requested == Fraction(1, 3)  # 20 minutes of one GPU, pending or not
+        assert job.used_gpu_hours == Decimal("0.200000")  # 60 % for 20 minutes, not halved
+
+
+def test_hours_before_a_notebook_was_launched_stay_with_its_allocation(
+    story: Story, developer: User
+) -> None:
+    GpuRequest.objects.filter(pk=story.notebook_allocation.pk).update(
+        starts_at=at(0.5) - timedelta(days=1)
+    )
+    Notebook.objects.filter(pk=story.notebook.pk).update(created_at=at(0.5))
+    metering_begin(cluster=story.cluster, at=at(-1))
+    source = metrics_source_for(story.cluster)
+    assert source is not None
+
+    meter_cluster(story.cluster, source, now=at(1) + 5 * M)
+
+    before = record(story, -1, allocation=story.notebook_allocation)
+    after = record(story, 0, notebook=story.notebook, workload_kind=WorkloadKind.NOTEBOOK)
+    assert before.workload_kind == WorkloadKind.ALLOCATION
+    assert before.reserved == 1
+    assert after.reserved == 1  # launched during the hour: the whole hour is the notebook's
+
+
+def test_metering_begun_earlier_goes_back_and_collects_the_earlier_hours(story: Story) -> None:
+    collect(story, 2)
+    metering_begin(cluster=story.cluster, at=at(-2))
+    source = metrics_source_for(story.cluster)
+    assert source is not None
+
+    result = meter_cluster(story.cluster, source, now=at(2) + 5 * M)
+
+    assert result.collected[:2] == [at(-2), at(-1)]
+    assert MeteringState.objects.get(cluster=story.cluster).complete_until == at(2)
