@@ -4,12 +4,16 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
 
 from portal.catalog.models import GpuModel, Offering, SharingBackend
 from portal.catalog.services import gpu_pool_create
 from portal.cluster.services import cluster_create
 from portal.metering.collection import hour_floor, window_collect
-from portal.metering.models import UsageRecord
+from portal.metering.models import MeteringState, UsageRecord
 from portal.metering.sources import DeviceUse, PodRequest, PodRunning, WindowMetrics
 from tenants.models import Tenant
 
@@ -63,3 +67,24 @@ def test_a_whole_gpu_pod_takes_the_model_its_gpu_reports_when_models_share_the_n
     assert unknown.gpu_model is None
     assert unknown.offering is None
     assert (unknown.requested, unknown.used_gpu_hours) == (Fraction(1), Decimal("0.5"))
+
+
+def test_the_metering_begin_command_moves_the_beginning_and_refuses_bad_input(
+    tenant_a: Tenant,
+) -> None:
+    cluster = cluster_create(actor=None, name="east")
+    out = StringIO()
+
+    call_command("metering_begin", "east", "2026-01-05", stdout=out)
+
+    state = MeteringState.objects.get(cluster=cluster)
+    assert state.begins_at == datetime(2026, 1, 5, tzinfo=UTC)
+    assert state.complete_until is None
+    assert "metered from 2026-01-05 00:00 UTC" in out.getvalue()
+    for arguments, message in [
+        (("west", "2026-01-05"), "No cluster is named 'west'"),
+        (("east", "05/01/2026"), "is not a date"),
+        (("east", "9999-01-01"), "cannot be in the future"),
+    ]:
+        with pytest.raises(CommandError, match=message):
+            call_command("metering_begin", *arguments)
