@@ -41,6 +41,9 @@ from tenants.models import Tenant
 
 DEFAULT_DAYS = 14
 HEALTH_ROWS = 500
+# The most rows a table shows on a page (a tenant may run thousands of kubectl pods); its CSV
+# has them all.
+PAGE_ROWS = 200
 PLACES = Decimal("0.001")
 
 
@@ -65,13 +68,22 @@ class Table:
     chart: Chart | None = None
     note: str = ""
 
+    @property
+    def shown(self) -> list[list[str]]:
+        """The rows the page shows (and charts): the first PAGE_ROWS."""
+        return self.rows[:PAGE_ROWS]
+
+    @property
+    def cut(self) -> bool:
+        return len(self.rows) > PAGE_ROWS
+
     def as_data(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "title": self.title,
             "columns": [key for key, _ in self.columns],
             "labels": [label for _, label in self.columns],
-            "rows": self.rows,
+            "rows": self.shown,
             "chart": None
             if self.chart is None
             else {"x": self.chart.x, "series": self.chart.series, "split": self.chart.split},

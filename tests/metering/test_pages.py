@@ -14,6 +14,7 @@ from portal.allocations.models import RequestState
 from portal.core.models import AuditEvent
 from portal.metering.models import MeteringState
 from portal.metering.selectors import UsageQuery, usage_totals
+from portal.metering.views import PAGE_ROWS
 from tests.metering.usage_data import Scenario, metered_cluster, scenario, tables_of
 from tests.workloads.conftest import gpu_tenant  # noqa: F401  (a fixture)
 
@@ -391,3 +392,28 @@ def test_the_pages_run_a_bounded_number_of_queries(
         client = client_for(person)
         with django_assert_max_num_queries(limit):
             assert page(client, name, data.params, *args).status_code == 200
+
+
+def test_a_table_shows_its_first_rows_and_the_csv_has_them_all(
+    client_for,
+    developer,
+    lead,
+    gpu_tenant,  # noqa: F811
+    catalog,
+) -> None:
+    data = scenario(
+        tenant=gpu_tenant, developer=developer, lead=lead, offering=catalog[WHOLE],
+        pods_per_day=PAGE_ROWS + 5,
+    )  # fmt: skip
+    client = client_for(lead)
+
+    html = page(client, "tenant", data.params, "vision").content.decode()
+    download = page(
+        client, "tenant", data.params | {"format": "csv", "table": "workloads"}, "vision"
+    )
+
+    shown = tables_of(html)["workloads"][1:]
+    every = list(csv.reader(io.StringIO(download.content.decode())))[1:]
+    assert len(shown) == PAGE_ROWS
+    assert len(every) > PAGE_ROWS
+    assert f"The first {PAGE_ROWS} of {len(every)} rows" in html
