@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from portal.allocations.models import Purpose
+from portal.allocations.models import GpuRequest, Purpose
 from portal.allocations.services import gpu_request_submit
 from portal.catalog.models import GpuPool, Offering, SharingBackend
 from portal.catalog.services import gpu_pool_create
@@ -14,6 +14,7 @@ from portal.cluster.services import cluster_create
 from portal.metering.collection import _resource_labels, hour_floor, metering_begin, window_collect
 from portal.metering.models import UsageRecord
 from portal.metering.synthetic import PLATFORM_NAMESPACE, SyntheticSource, utilisation
+from portal.workloads.models import Notebook
 from portal.workloads.services import notebook_launch
 
 MIG = "a100-80gb-mig-1g-10gb"
@@ -43,6 +44,15 @@ def demo_like(a100_tenant, developer, lead, admin_user, catalog):
         actor=lead, tenant=a100_tenant, offering=catalog[WHOLE], count=1, purpose=Purpose.BATCH
     )
     assert GpuPool.objects.filter(cluster="gpu-1").count() == 2
+    # Both began ten minutes into an hour some hours ago (not "now", which may be an hour's
+    # last seconds and leave no whole scrape interval in it).
+    began = hour_floor(datetime.now(UTC)) - timedelta(hours=5) + timedelta(minutes=10)
+    GpuRequest.objects.filter(pk__in=[slice_.pk, batch.pk]).update(
+        starts_at=began, ends_at=began + timedelta(hours=8)
+    )
+    Notebook.objects.filter(pk=notebook.pk).update(created_at=began)
+    slice_.refresh_from_db()
+    batch.refresh_from_db()
     return cluster, notebook, slice_, batch
 
 
