@@ -30,7 +30,7 @@ from portal.metering.selectors import (
     GROUPS,
     UsageQuery,
     UsageQueryError,
-    Watermark,
+    usage_complete_until,
     usage_totals,
     usage_watermarks,
     usage_windows_for,
@@ -81,13 +81,6 @@ USAGE_PARAMETERS = [
 ]
 
 
-def _earliest(marks: list[Watermark]) -> datetime | None:
-    """Up to when every metered cluster's usage is final (None when one has nothing yet)."""
-    if not marks or any(mark.complete_until is None for mark in marks):
-        return None
-    return min(mark.complete_until for mark in marks if mark.complete_until is not None)
-
-
 def _header_value(moment: datetime | None) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else ""
 
@@ -133,7 +126,7 @@ class UsageList(GenericAPIView[Any]):
         except UsageQueryError as error:
             raise ValidationFailed.on(error.field, str(error)) from error
         marks = usage_watermarks()
-        complete_until = _earliest(marks)
+        complete_until = usage_complete_until(marks)
         columns = row_columns(groups)
         response: Response | StreamingHttpResponse
         if values["format"] == "csv":

@@ -17,7 +17,6 @@ from django.db.models.functions import TruncDate
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_display
-from portal.cluster.models import Cluster
 from portal.core.errors import NotFound
 from portal.metering.models import (
     Measures,
@@ -189,16 +188,13 @@ def usage_watermarks() -> list[Watermark]:
     ]
 
 
-def usage_complete_until() -> datetime | None:
-    """Up to when usage is complete on every metered cluster (the earliest watermark)."""
-    marks = [mark.complete_until for mark in usage_watermarks()]
-    if not marks or any(mark is None for mark in marks):
+def usage_complete_until(marks: list[Watermark] | None = None) -> datetime | None:
+    """Up to when usage is complete on every metered cluster (the earliest watermark; None
+    while one has none). Reads the watermarks unless given them."""
+    until = [mark.complete_until for mark in (usage_watermarks() if marks is None else marks)]
+    if not until or any(moment is None for moment in until):
         return None
-    return min(mark for mark in marks if mark is not None)
-
-
-def clusters_metered() -> QuerySet[Cluster]:
-    return Cluster.objects.filter(enabled=True, metering__isnull=False)
+    return min(moment for moment in until if moment is not None)
 
 
 def usage_windows_for(user: User) -> QuerySet[UsageWindow]:
