@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "portal.cluster",
     "portal.workloads",
     "portal.metering",
+    "portal.billing",
     "portal.demo",
 ]
 
@@ -246,6 +247,13 @@ PORTAL_METERING_DELAY_SECONDS = env.integer(
 )
 PORTAL_METERING_CATCH_UP = env.integer("PORTAL_METERING_CATCH_UP", default=48, minimum=1)
 PORTAL_SYNTHETIC_METRICS = env.flag("PORTAL_SYNTHETIC_METRICS", default=False)
+
+# Chargeback: what a statement charges for (reserved GPU-eq-hours by default; requested or used).
+PORTAL_CHARGE_BASIS = env.text_or("PORTAL_CHARGE_BASIS", "reserved")
+if PORTAL_CHARGE_BASIS not in ("reserved", "requested", "used"):
+    raise ImproperlyConfigured(
+        f"PORTAL_CHARGE_BASIS must be reserved, requested or used, not {PORTAL_CHARGE_BASIS!r}"
+    )
 CELERY_BEAT_SCHEDULE |= {
     "collect-usage": {
         "task": "portal.metering.tasks.collect_usage",

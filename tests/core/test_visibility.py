@@ -3,7 +3,7 @@ sees exactly what the rules say (DOMAIN.md), through `visible_to` and `get_visib
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +16,7 @@ from django.utils import timezone
 from portal.accounts.models import User
 from portal.accounts.services import user_create
 from portal.allocations.models import GpuRequest
+from portal.billing.models import Period, PeriodState, Statement, StatementLine
 from portal.catalog.models import NotebookImage, Offering
 from portal.catalog.services import notebook_image_create
 from portal.cluster.models import Cluster, ProvisioningResult, ProvisioningRun
@@ -151,6 +152,15 @@ def world(
     # An hour of usage from the ledger (each allocation's notebook) and a busy GPU in a namespace
     # no tenant owns: rows of tenant A, tenant B, and of no tenant.
     window_collect(Cluster.objects.get(name="demo"), hour_floor(timezone.now()), _Metrics())
+    # A closed month's statements, one line each, for both tenants.
+    period = Period.objects.create(month=date(2026, 1, 1), state=PeriodState.CLOSED)
+    for tenant in (tenant_a, tenant_b):
+        statement = Statement.objects.create(
+            period=period, tenant=tenant, basis="reserved", total=Decimal("1.00")
+        )
+        StatementLine.objects.create(
+            statement=statement, position=1, unit="GPU-eq-hour", amount=Decimal("1.00")
+        )
     quota_requests = {
         tenant.slug: quota_request_create(
             actor=user, tenant=tenant, gpu_model=offering.gpu_model, amount=1, reason="more"
@@ -291,6 +301,22 @@ def _expected_daily_usage(w: World, persona: str) -> Callable[[UsageDaily], bool
     }[persona]
 
 
+def _expected_statements(w: World, persona: str) -> Callable[[Any], bool]:
+    """Finance and admins: all; leads: their tenants'; developers: none."""
+    return {
+        "developer": nothing,
+        "lead": lambda row: row.tenant == w.a,
+        "outsider": nothing,
+        "finance": everything,
+        "admin": everything,
+    }[persona]
+
+
+def _expected_statement_lines(w: World, persona: str) -> Callable[[StatementLine], bool]:
+    see = _expected_statements(w, persona)
+    return lambda line: see(line.statement)
+
+
 def _expected_images(_w: World, persona: str) -> Callable[[NotebookImage], bool]:
     """Admins: every image; everyone else: the enabled ones."""
     return (everything) if persona == "admin" else (lambda row: row.enabled)
@@ -315,6 +341,8 @@ EXPECTED: dict[type[models.Model], Callable[[World, str], Callable[[Any], bool]]
     DirectoryChange: _expected_directory_changes,
     UsageRecord: _expected_usage,
     UsageDaily: _expected_daily_usage,
+    Statement: _expected_statements,
+    StatementLine: _expected_statement_lines,
 }
 
 

@@ -1,0 +1,161 @@
+"""Chargeback: rate cards (prices per GPU-eq-hour, versioned by the day they take effect),
+periods (months finance closes) and the statements a close freezes.
+
+An open month's statements are provisional: computed from the usage records whenever they are
+read. Closing a month stores each tenant's statement and its lines, which then never change:
+not when usage is collected again, metrics age out or prices change. Reopening (an admin, with
+a reason) deletes them; closing again stores them anew. Both are audited.
+"""
+
+from django.conf import settings
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+
+from portal.accounts.models import User
+from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.core.visibility import VisibleQuerySet, register_scope
+from tenants.access import sees_everything, tenants_led_by
+
+currency_validator = RegexValidator(r"^[A-Z]{3}$", "Three capital letters (ISO 4217), e.g. EUR.")
+
+
+class Basis(models.TextChoices):
+    RESERVED = "reserved", "reserved GPU-eq-hours"
+    REQUESTED = "requested", "requested GPU-eq-hours"
+    USED = "used", "used GPU-hours"
+
+
+class RateCard(models.Model):
+    """The price of one GPU-eq-hour of a GPU model (on one sharing backend, or on every one),
+    from `effective_from` on. A new price is a new card; cards are never edited."""
+
+    gpu_model = models.ForeignKey("catalog.GpuModel", on_delete=models.PROTECT, related_name="+")
+    backend = models.ForeignKey(
+        "catalog.SharingBackend",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Empty: every sharing backend without a card of its own",
+    )
+    currency = models.CharField(max_length=3, validators=[currency_validator])
+    price_per_gpu_eq_hour = models.DecimalField(
+        max_digits=14, decimal_places=4, validators=[MinValueValidator(0)]
+    )
+    effective_from = models.DateField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = VisibleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["gpu_model__name", "backend__name", "-effective_from", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.gpu_model_id}: {self.price_per_gpu_eq_hour} {self.currency}"
+
+
+class PeriodState(models.TextChoices):
+    OPEN = "open", "open"
+    CLOSED = "closed", "closed"
+
+
+class Period(models.Model):
+    """A month of chargeback; `month` is its first day."""
+
+    month = models.DateField(unique=True)
+    state = models.CharField(max_length=8, choices=PeriodState.choices, default=PeriodState.OPEN)
+    basis = models.CharField(max_length=16, choices=Basis.choices, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-month"]
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m}"
+
+
+class Statement(models.Model):
+    """A tenant's frozen charges for a closed month."""
+
+    period = models.ForeignKey(Period, on_delete=models.CASCADE, related_name="statements")
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.PROTECT, related_name="+")
+    cost_centre = models.CharField(max_length=64, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
+    basis = models.CharField(max_length=16, choices=Basis.choices)
+    total = models.DecimalField(max_digits=18, decimal_places=2)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = VisibleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["period", "tenant__slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["period", "tenant"], name="statement_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.period} {self.tenant_id}"
+
+
+class StatementLine(models.Model):
+    """GPU model x offering x user x workload x rate: a quantity of the basis, priced."""
+
+    statement = models.ForeignKey(Statement, on_delete=models.CASCADE, related_name="lines")
+    position = models.PositiveIntegerField()
+    gpu_model = models.CharField(max_length=100, blank=True)
+    offering = models.CharField(max_length=100, blank=True)
+    user = models.CharField(max_length=150, blank=True)
+    workload = models.CharField(max_length=253, blank=True)
+    quantity_num, quantity_den = gpu_eq_columns("quantity")
+    quantity = gpu_eq_property("quantity")
+    unit = models.CharField(max_length=32)
+    rate_card = models.ForeignKey(
+        RateCard, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    rate = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
+    amount = models.DecimalField(max_digits=18, decimal_places=2)
+    used_gpu_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+
+    objects = VisibleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["statement", "position"]
+        constraints = gpu_eq_constraints("quantity", model="statementline")
+
+    def __str__(self) -> str:
+        return f"{self.statement_id}/{self.position}"
+
+
+def _visible_rate_cards(cards: models.QuerySet[RateCard], _user: User) -> models.QuerySet[RateCard]:
+    """Everyone sees the prices that apply."""
+    return cards
+
+
+def _visible_statements(
+    statements: models.QuerySet[Statement], user: User
+) -> models.QuerySet[Statement]:
+    """Finance and admins: all; leads: their tenants'; developers: none."""
+    if sees_everything(user):
+        return statements
+    return statements.filter(tenant__in=tenants_led_by(user))
+
+
+def _visible_lines(
+    lines: models.QuerySet[StatementLine], user: User
+) -> models.QuerySet[StatementLine]:
+    """The lines of the statements the user sees."""
+    if sees_everything(user):
+        return lines
+    return lines.filter(statement__tenant__in=tenants_led_by(user))
+
+
+register_scope(RateCard, _visible_rate_cards)
+register_scope(StatementLine, _visible_lines)
+register_scope(Statement, _visible_statements)

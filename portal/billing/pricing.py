@@ -1,0 +1,182 @@
+"""Pricing: a tenant's month of usage records into statement lines, exactly.
+
+A line is GPU model x offering x user x workload x rate card. Its quantity is the sum of the
+charge basis over the month's hours (reserved or requested GPU-eq-hours, exact fractions; or
+used GPU-hours), split by the rate card in effect on each day (a price that changes mid-month
+gives two lines). Its amount is quantity x rate rounded once, half up, to the cent; a
+statement's total is the sum of its rounded lines. Usage with no rate card (a model nobody
+priced, or usage of no known model) is listed at no charge, with no rate.
+"""
+
+from bisect import bisect_right
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from fractions import Fraction
+from typing import Any
+
+from django.db.models.functions import TruncDate
+
+from portal.billing.models import Basis, RateCard
+from portal.catalog.models import Offering
+from portal.core.errors import Conflict
+from portal.metering.models import UsageRecord
+from tenants.models import Tenant
+
+CENT = Decimal("0.01")
+UNITS = {
+    Basis.RESERVED: "GPU-eq-hour",
+    Basis.REQUESTED: "GPU-eq-hour",
+    Basis.USED: "GPU-hour",
+}
+
+
+def month_bounds(month: date) -> tuple[datetime, datetime]:
+    """The first instant of `month` and of the month after, in UTC."""
+    first = month.replace(day=1)
+    following = date(first.year + first.month // 12, first.month % 12 + 1, 1)
+    return (
+        datetime.combine(first, time(), tzinfo=UTC),
+        datetime.combine(following, time(), tzinfo=UTC),
+    )
+
+
+def price(quantity: Fraction, rate: Decimal) -> Decimal:
+    """quantity x rate, rounded once, half up, to the cent."""
+    with localcontext() as context:
+        context.prec = 50
+        exact = Decimal(quantity.numerator) * rate / Decimal(quantity.denominator)
+        return exact.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+class RateBook:
+    """Which rate card applies to a (GPU model, sharing backend) on a day: the newest card in
+    effect, one for that backend before one for every backend."""
+
+    def __init__(self, cards: list[RateCard]) -> None:
+        self.cards: dict[tuple[int, int | None], list[RateCard]] = defaultdict(list)
+        for card in sorted(cards, key=lambda card: (card.effective_from, card.pk)):
+            self.cards[(card.gpu_model_id, card.backend_id)].append(card)
+
+    @classmethod
+    def load(cls) -> "RateBook":
+        return cls(list(RateCard.objects.all()))
+
+    def _in_effect(self, key: tuple[int, int | None], day: date) -> RateCard | None:
+        cards = self.cards.get(key, [])
+        index = bisect_right([card.effective_from for card in cards], day)
+        return cards[index - 1] if index else None
+
+    def rate_for(
+        self, gpu_model_id: int | None, backend_id: int | None, day: date
+    ) -> RateCard | None:
+        if gpu_model_id is None:
+            return None
+        specific = self._in_effect((gpu_model_id, backend_id), day) if backend_id else None
+        return specific or self._in_effect((gpu_model_id, None), day)
+
+
+@dataclass
+class Line:
+    gpu_model: str
+    offering: str
+    user: str
+    workload: str
+    rate_card: RateCard | None
+    quantity: Fraction = Fraction(0)
+    used_gpu_hours: Decimal = Decimal(0)
+
+    @property
+    def rate(self) -> Decimal | None:
+        return self.rate_card.price_per_gpu_eq_hour if self.rate_card else None
+
+    @property
+    def currency(self) -> str:
+        return self.rate_card.currency if self.rate_card else ""
+
+    @property
+    def amount(self) -> Decimal:
+        return price(self.quantity, self.rate) if self.rate is not None else Decimal("0.00")
+
+
+@dataclass
+class Priced:
+    """A tenant's month, priced: its lines, currency and total."""
+
+    tenant: Tenant
+    month: date
+    basis: str
+    lines: list[Line]
+
+    @property
+    def unit(self) -> str:
+        return UNITS[Basis(self.basis)]
+
+    @property
+    def currency(self) -> str:
+        currencies = {line.currency for line in self.lines if line.currency}
+        return currencies.pop() if currencies else ""
+
+    @property
+    def total(self) -> Decimal:
+        return sum((line.amount for line in self.lines), Decimal("0.00"))
+
+
+def _quantity(measures: Any, basis: str) -> Fraction:
+    if basis == Basis.RESERVED:
+        return Fraction(measures.reserved)
+    if basis == Basis.REQUESTED:
+        return Fraction(measures.requested)
+    return Fraction(measures.used_gpu_hours)
+
+
+def tenant_month_priced(
+    tenant: Tenant, month: date, *, basis: str, rates: RateBook | None = None
+) -> Priced:
+    """Price `tenant`'s usage in `month` on `basis`. One grouped query for the usage (plus the
+    rate cards and the names of the offerings, models and users it names).
+
+    Raises Conflict when the month's rate cards are in more than one currency.
+    """
+    rates = rates or RateBook.load()
+    begin, end = month_bounds(month)
+    sums = (
+        UsageRecord.objects.filter(tenant=tenant, hour__gte=begin, hour__lt=end)
+        .annotate(day=TruncDate("hour", tzinfo=UTC))
+        .measure_sums(
+            [
+                "gpu_model_id",
+                "gpu_model__name",
+                "offering_id",
+                "offering__name",
+                "user__username",
+                "workload",
+                "day",
+            ]
+        )
+    )
+    backends = dict(
+        Offering.objects.filter(pk__in={key[2] for key in sums if key[2] is not None}).values_list(
+            "pk", "backend_id"
+        )
+    )
+    lines: dict[tuple[Any, ...], Line] = {}
+    for (model_id, model, offering_id, offering, user, workload, day), measures in sorted(
+        sums.items(), key=lambda item: tuple(str(value) for value in item[0])
+    ):
+        card = rates.rate_for(model_id, backends.get(offering_id), day)
+        key = (model or "", offering or "", user or "", workload, card.pk if card else None)
+        line = lines.get(key)
+        if line is None:
+            line = lines[key] = Line(model or "", offering or "", user or "", workload, card)
+        line.quantity += _quantity(measures, basis)
+        line.used_gpu_hours += measures.used_gpu_hours
+    priced = Priced(tenant, month, basis, [line for line in lines.values() if line.quantity])
+    currencies = {line.currency for line in priced.lines if line.currency}
+    if len(currencies) > 1:
+        raise Conflict(
+            f"The rate cards for {tenant.slug} in {month:%Y-%m} are in "
+            f"{' and '.join(sorted(currencies))}: one statement takes one currency."
+        )
+    return priced
