@@ -1,0 +1,190 @@
+"""Reading chargeback: a month's statements for what a user may see, final (stored when the
+month was closed) or provisional (priced from the usage records now), in one shape.
+
+A statement is named `<YYYY-MM>-<tenant slug>` in pages and the API, final or not.
+"""
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from fractions import Fraction
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from portal.accounts.models import User
+from portal.billing.models import (
+    Basis,
+    Period,
+    PeriodState,
+    RateCard,
+    Statement,
+    StatementLine,
+)
+from portal.billing.pricing import (
+    UNITS,
+    Priced,
+    RateBook,
+    month_bounds,
+    tenant_month_priced,
+)
+from portal.core.errors import NotFound, ValidationFailed
+from portal.metering.models import UsageRecord
+from tenants.access import sees_everything, tenants_led_by
+from tenants.models import Tenant
+
+STATEMENT_ID = re.compile(r"^(\d{4})-(\d{2})-([a-z0-9][a-z0-9-]{0,62})$")
+MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+
+
+def month_of(text: str, *, field: str = "period") -> date:
+    """The first day of the month `YYYY-MM`; ValidationFailed naming `field` otherwise."""
+    match = MONTH.match(text.strip()) if isinstance(text, str) else None
+    if match is None or not 1 <= int(match.group(2)) <= 12 or int(match.group(1)) < 2000:
+        raise ValidationFailed.on(field, "Give a month as YYYY-MM, e.g. 2026-10.")
+    return date(int(match.group(1)), int(match.group(2)), 1)
+
+
+def current_month() -> date:
+    return datetime.now(UTC).date().replace(day=1)
+
+
+@dataclass(frozen=True)
+class LineView:
+    gpu_model: str
+    offering: str
+    user: str
+    workload: str
+    quantity: Fraction
+    unit: str
+    rate: Decimal | None
+    currency: str
+    amount: Decimal
+    used_gpu_hours: Decimal
+
+
+@dataclass
+class StatementView:
+    month: date
+    tenant: Tenant
+    cost_centre: str
+    currency: str
+    basis: str
+    total: Decimal
+    stored: Statement | None = None  # the frozen statement of a closed month
+
+    @property
+    def final(self) -> bool:
+        return self.stored is not None
+
+    @property
+    def id(self) -> str:
+        return f"{self.month:%Y-%m}-{self.tenant.slug}"
+
+    @property
+    def unit(self) -> str:
+        return UNITS[Basis(self.basis)]
+
+
+def _final(month: date, row: Statement) -> StatementView:
+    return StatementView(
+        month, row.tenant, row.cost_centre, row.currency, row.basis, row.total, stored=row
+    )
+
+
+def _provisional(month: date, tenant: Tenant, priced: Priced) -> StatementView:
+    return StatementView(
+        month, tenant, tenant.cost_centre, priced.currency, priced.basis, priced.total
+    )
+
+
+def _period(month: date) -> Period | None:
+    return Period.objects.filter(month=month).first()
+
+
+def _tenants_seen(user: User) -> QuerySet[Tenant]:
+    """Finance and admins see every tenant's statements; leads their tenants'; others none."""
+    return Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
+
+
+def statements_for(user: User, month: date) -> list[StatementView]:
+    """The month's statements the user may see, by tenant: stored ones for a closed month,
+    provisional ones (priced now) for an open month, for tenants with usage in it."""
+    tenants = _tenants_seen(user)
+    period = _period(month)
+    if period is not None and period.state == PeriodState.CLOSED:
+        stored = Statement.objects.visible_to(user).filter(period=period).select_related("tenant")
+        return [_final(month, row) for row in stored.order_by("tenant__slug")]
+    begin, end = month_bounds(month)
+    with_usage = (
+        UsageRecord.objects.filter(hour__gte=begin, hour__lt=end, tenant__in=tenants)
+        .order_by()
+        .values_list("tenant_id", flat=True)
+        .distinct()
+    )
+    rates = RateBook.load()
+    views = []
+    for tenant in Tenant.objects.filter(pk__in=with_usage).order_by("slug"):
+        priced = tenant_month_priced(tenant, month, basis=settings.PORTAL_CHARGE_BASIS, rates=rates)
+        views.append(
+            StatementView(
+                month,
+                tenant,
+                tenant.cost_centre,
+                priced.currency,
+                priced.basis,
+                priced.total,
+                False,
+            )  # fmt: skip
+        )
+    return views
+
+
+def statement_for(user: User, statement_id: str) -> StatementView:
+    """One statement by its name `<YYYY-MM>-<tenant>`; NotFound when the user may not see the
+    tenant's statements or the name is not one."""
+    match = STATEMENT_ID.match(statement_id or "")
+    if match is None or not 1 <= int(match.group(2)) <= 12:
+        raise NotFound("There is no such statement.")
+    month = date(int(match.group(1)), int(match.group(2)), 1)
+    tenant = _tenants_seen(user).filter(slug=match.group(3)).first()
+    if tenant is None:
+        raise NotFound("There is no such statement.")
+    period = _period(month)
+    if period is not None and period.state == PeriodState.CLOSED:
+        stored = Statement.objects.filter(period=period, tenant=tenant).first()
+        if stored is None:
+            raise NotFound("There is no such statement.")
+        return _final(month, stored)
+    priced = tenant_month_priced(tenant, month, basis=settings.PORTAL_CHARGE_BASIS)
+    return _provisional(month, tenant, priced)
+
+
+def statement_lines(statement: StatementView) -> Iterator[LineView]:
+    """The statement's lines in order: read row by row from the database for a final one (a
+    large month never sits in memory), priced now for a provisional one."""
+    if statement.stored is not None:
+        rows = StatementLine.objects.filter(statement=statement.stored).order_by("position")
+        for row in rows.iterator(chunk_size=2000):
+            yield LineView(
+                row.gpu_model, row.offering, row.user, row.workload, row.quantity, row.unit,
+                row.rate, row.currency, row.amount, row.used_gpu_hours,
+            )  # fmt: skip
+        return
+    priced = tenant_month_priced(statement.tenant, statement.month, basis=statement.basis)
+    for line in priced.lines:
+        yield LineView(
+            line.gpu_model, line.offering, line.user, line.workload, line.quantity, priced.unit,
+            line.rate, line.currency, line.amount, line.used_gpu_hours,
+        )  # fmt: skip
+
+
+def rate_cards() -> QuerySet[RateCard]:
+    """Every rate card, newest first per model and backend: everyone sees the prices."""
+    return RateCard.objects.select_related("gpu_model", "backend")
+
+
+def periods() -> QuerySet[Period]:
+    return Period.objects.all()
