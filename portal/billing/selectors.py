@@ -128,17 +128,7 @@ def statements_for(user: User, month: date) -> list[StatementView]:
     views = []
     for tenant in Tenant.objects.filter(pk__in=with_usage).order_by("slug"):
         priced = tenant_month_priced(tenant, month, basis=settings.PORTAL_CHARGE_BASIS, rates=rates)
-        views.append(
-            StatementView(
-                month,
-                tenant,
-                tenant.cost_centre,
-                priced.currency,
-                priced.basis,
-                priced.total,
-                False,
-            )  # fmt: skip
-        )
+        views.append(_provisional(month, tenant, priced))
     return views
 
 
