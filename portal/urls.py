@@ -10,6 +10,7 @@ from portal.cluster import api as cluster_api
 from portal.core import views as core_views
 from portal.core.audit_api import AuditEventList
 from portal.directory.api_urls import urlpatterns as directory_api_urls
+from portal.billing.api_urls import urlpatterns as billing_api_urls
 from portal.metering.api_urls import urlpatterns as usage_api_urls
 from portal.workloads.api_urls import urlpatterns as notebook_api_urls
 from tenants import api as tenant_api
@@ -24,6 +25,7 @@ api_v1 = [
     *token_api_urls,
     *directory_api_urls,
     *usage_api_urls,
+    *billing_api_urls,
     path("tenants/", tenant_api.TenantList.as_view(), name="tenants"),
     path("tenants/<slug:slug>/", tenant_api.TenantDetail.as_view(), name="tenant"),
     path("tenants/<slug:slug>/members/", tenant_api.MemberList.as_view(), name="members"),
@@ -88,6 +90,7 @@ urlpatterns = [
     path("", include("portal.cluster.urls")),
     path("", include("portal.workloads.urls")),
     path("usage/", include("portal.metering.urls")),
+    path("chargeback/", include("portal.billing.urls")),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
