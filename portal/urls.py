@@ -5,12 +5,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from portal.accounts.api import IdentityView, MeView, UserList
 from portal.accounts.token_api_urls import urlpatterns as token_api_urls
 from portal.allocations.api_urls import urlpatterns as allocation_api_urls
+from portal.billing.api_urls import urlpatterns as billing_api_urls
 from portal.catalog import api as catalog_api
 from portal.cluster import api as cluster_api
 from portal.core import views as core_views
 from portal.core.audit_api import AuditEventList
 from portal.directory.api_urls import urlpatterns as directory_api_urls
-from portal.billing.api_urls import urlpatterns as billing_api_urls
 from portal.metering.api_urls import urlpatterns as usage_api_urls
 from portal.workloads.api_urls import urlpatterns as notebook_api_urls
 from tenants import api as tenant_api
