@@ -7,6 +7,7 @@ from django.test import override_settings
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest
+from portal.billing.models import Period, RateCard, Statement
 from portal.demo.management.commands.demo_data import DEMO_PASSWORD
 from portal.metering.models import MeteringState, UsageRecord, UsageWindow
 from portal.metering.selectors import UsageQuery, usage_totals
@@ -66,6 +67,16 @@ def test_demo_data_loads_weeks_of_synthetic_usage_once(db) -> None:
     assert {row["offering"] for row in first} >= {"a100-80gb-mig-1g-10gb", "t4-time-slicing-1-4"}
     assert not UsageWindow.objects.exclude(state="done").exists()
     assert set(UsageWindow.objects.values_list("queries", flat=True)) == {0}
+    # Chargeback: prices, last month closed by finance with priced statements, this month open.
+    this_month = datetime.now(UTC).date().replace(day=1)
+    last_month = (this_month - timedelta(days=1)).replace(day=1)
+    closed = Period.objects.get(month=last_month)
+    assert (closed.state, closed.closed_by.username) == ("closed", "finance")
+    statements = Statement.objects.filter(period=closed)
+    assert {statement.tenant.slug for statement in statements} >= {"vision", "nlp"}
+    assert all(statement.total > 0 and statement.currency == "EUR" for statement in statements)
+    assert not Period.objects.filter(month=this_month, state="closed").exists()
+    assert RateCard.objects.filter(gpu_model__slug="h100-80gb").count() == 2
 
 
 def test_without_synthetic_metrics_the_demo_loads_no_usage(db, capsys) -> None:

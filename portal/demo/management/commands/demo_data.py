@@ -1,6 +1,6 @@
 """Load the demo: a few tenants, the personas with known passwords, the GPU catalog presets,
 a few GPU pools in a `demo` cluster (dry-run, with made-up nodes for the capacity pages),
-the tenants' GPU quotas, three weeks of allocations and notebooks, and (with
+the tenants' GPU quotas, five weeks of allocations and notebooks, and (with
 PORTAL_SYNTHETIC_METRICS on, as `make demo` sets it) their usage, collected by the metering
 code from the built-in synthetic metrics source and marked as demo data.
 
@@ -23,12 +23,15 @@ from portal.allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
+from portal.billing.models import Period, PeriodState, RateCard
+from portal.billing.services import period_close, rate_card_create
 from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
 from portal.catalog.presets import catalog_presets_load
 from portal.catalog.services import gpu_pool_create
 from portal.cluster.models import Cluster, ClusterMode
 from portal.cluster.services import capacity_record, cluster_create
 from portal.cluster.services.capacity import POOL_LABEL
+from portal.core.errors import Conflict
 from portal.metering.collection import metering_begin
 from portal.metering.models import MeteringState
 from portal.metering.services import usage_collect
@@ -85,8 +88,17 @@ QUOTAS = [
 # Three weeks of history. (user, tenant, offering, count, purpose, every nth day (0: weekdays),
 # start hour UTC, hours). Notebooks get a notebook on their allocation; batch allocations are
 # what a batch job held (the synthetic metrics show a pod for each).
-HISTORY_DAYS = 21
-HISTORY_MARK = "Demo history"  # the justification that marks them, so a second run adds none
+# Five weeks: always some days of last month, which the demo closes.
+HISTORY_DAYS = 35
+HISTORY_MARK = "Demo history"
+# The demo's prices, EUR per GPU-eq-hour, by GPU model.
+RATES = {
+    "a100-80gb": "2.50",
+    "a100-40gb": "1.90",
+    "h100-80gb": "4.20",
+    "t4": "0.35",
+    "mi250": "1.60",
+}  # the justification that marks them, so a second run adds none
 HISTORY: list[tuple[str, str, str, int, str, int, int, int]] = [
     ("developer", "vision", "a100-80gb-mig-1g-10gb", 1, Purpose.NOTEBOOK, 0, 9, 8),
     ("developer", "vision", "t4-time-slicing-1-4", 1, Purpose.NOTEBOOK, 3, 13, 6),
@@ -140,6 +152,7 @@ class Command(BaseCommand):
         self._demo_nodes(cluster)
         self._history(users={user.username: user for user in User.objects.all()}, tenants=tenants)
         self._usage(cluster)
+        self._chargeback()
         self.stdout.write(
             self.style.SUCCESS("Demo data is loaded. Sign in at http://127.0.0.1:8000/")
         )
@@ -188,7 +201,7 @@ class Command(BaseCommand):
         capacity_record(cluster=cluster, nodes=nodes, pods=[])
 
     def _history(self, *, users: dict[str, User], tenants: dict[str, Tenant]) -> None:
-        """Allocations (and their notebooks) over the last three weeks, made through the
+        """Allocations (and their notebooks) over the last five weeks, made through the
         services one after the other (each released before the next, so quotas hold), then
         moved back in time: the ledger is time-based, and these are demo fixtures."""
         if GpuRequest.objects.filter(justification=HISTORY_MARK).exists():
@@ -283,6 +296,36 @@ class Command(BaseCommand):
             running_since=starts,
             stopped_at=ends if state is not None else None,
         )
+
+    def _chargeback(self) -> None:
+        """Rate cards (a price change this month for H100s), and last month closed by finance
+        once its usage is complete; this month stays provisional."""
+        this_month = timezone.now().date().replace(day=1)
+        last_month = (this_month - timedelta(days=1)).replace(day=1)
+        finance = User.objects.get(username="finance")
+        if not RateCard.objects.exists():
+            since = (last_month - timedelta(days=1)).replace(day=1)
+            for slug, price in RATES.items():
+                model = GpuModel.objects.filter(slug=slug).first()
+                if model is not None:
+                    rate_card_create(
+                        actor=finance, gpu_model=model, backend=None, currency="EUR",
+                        price_per_gpu_eq_hour=price, effective_from=since,
+                    )  # fmt: skip
+            h100 = GpuModel.objects.filter(slug="h100-80gb").first()
+            if h100 is not None:
+                rate_card_create(
+                    actor=finance, gpu_model=h100, backend=None, currency="EUR",
+                    price_per_gpu_eq_hour="3.90", effective_from=this_month,
+                )  # fmt: skip
+        if Period.objects.filter(month=last_month, state=PeriodState.CLOSED).exists():
+            return
+        try:
+            period_close(actor=finance, month=last_month)
+        except Conflict as error:
+            self.stdout.write(f"{last_month:%Y-%m} is not closed: {error}")
+            return
+        self.stdout.write(f"Chargeback: {last_month:%Y-%m} closed, {this_month:%Y-%m} provisional.")
 
     def _usage(self, cluster: Cluster) -> None:
         """Three weeks of usage from the synthetic metrics, through the collection code."""
