@@ -3,6 +3,7 @@ these add what the pages and API show with each request, and the request preview
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 from django.db.models import QuerySet
@@ -26,6 +27,23 @@ from tenants.models import MemberRole, Tenant
 # app sits above this one, so it fills this slot with its reader when it is ready.
 capacity_source: Slot[Callable[[Offering], int | None]] = Slot(
     "free capacity reader", filled_by="the cluster app"
+)
+
+
+@dataclass(frozen=True)
+class PriceQuote:
+    """What GPUs cost at today's price: per hour, and for a whole duration (to the cent)."""
+
+    currency: str
+    per_hour: Decimal
+    total: Decimal
+    hours: int
+
+
+# The price of `gpu_eq` GPU-eq of an offering for some hours (None: nobody priced its model).
+# Billing sits above this app, so it fills this slot with its rate cards when it is ready.
+price_source: Slot[Callable[[Offering, Fraction, int], PriceQuote | None]] = Slot(
+    "price quoter", filled_by="the billing app"
 )
 
 
@@ -74,6 +92,7 @@ class GpuRequestPreview:
     free_units: int | None
     can_ask_quota: bool
     message: str
+    price: PriceQuote | None = None
 
 
 def _preview_message(path: RequestPath, tenant: Tenant, offering: Offering, detail: str) -> str:
@@ -128,4 +147,5 @@ def gpu_request_preview(
         free_units=capacity_source.get()(offering),
         can_ask_quota=role_in(user, tenant) == MemberRole.LEAD,
         message=_preview_message(path, tenant, offering, check.describe() if check else ""),
+        price=price_source.get()(offering, requested, hours),
     )

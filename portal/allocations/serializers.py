@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from portal.allocations.decisions import RequestPath
 from portal.allocations.models import GpuRequest, Purpose
-from portal.allocations.selectors import GpuRequestPreview
+from portal.allocations.selectors import GpuRequestPreview, PriceQuote
 from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
 
 
@@ -72,6 +72,15 @@ class ExtendSerializer(serializers.Serializer[GpuRequest]):
     hours = serializers.IntegerField()
 
 
+class PriceQuoteSerializer(serializers.Serializer[PriceQuote]):
+    currency = serializers.CharField()
+    per_hour = serializers.DecimalField(max_digits=18, decimal_places=2)
+    total = serializers.DecimalField(
+        max_digits=18, decimal_places=2, help_text="for the request's whole duration"
+    )
+    hours = serializers.IntegerField()
+
+
 class GpuRequestPreviewSerializer(serializers.Serializer[GpuRequestPreview]):
     """What `POST requests/` would decide now. GPU-eq figures are exact strings (with a rounded
     `_display` twin); quota figures are null when the tenant has no quota for the model."""
@@ -101,3 +110,6 @@ class GpuRequestPreviewSerializer(serializers.Serializer[GpuRequestPreview]):
     )
     can_ask_quota = serializers.BooleanField(help_text="the caller leads the tenant")
     message = serializers.CharField()
+    price = PriceQuoteSerializer(
+        allow_null=True, help_text="at today's rate card; null when the model has no price"
+    )

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db.models.functions import TruncDate
 
+from portal.allocations.selectors import PriceQuote
 from portal.billing.models import Basis, RateCard
 from portal.catalog.models import Offering
 from portal.core.errors import Conflict
@@ -180,3 +181,19 @@ def tenant_month_priced(
             f"{' and '.join(sorted(currencies))}: one statement takes one currency."
         )
     return priced
+
+
+def price_quote(offering: Offering, gpu_eq: Fraction, hours: int) -> PriceQuote | None:
+    """`gpu_eq` GPU-eq of `offering` at today's rate card: per hour and for `hours` hours."""
+    today = datetime.now(UTC).date()
+    cards = RateCard.objects.filter(gpu_model_id=offering.gpu_model_id, effective_from__lte=today)
+    card = RateBook(list(cards)).rate_for(offering.gpu_model_id, offering.backend_id, today)
+    if card is None:
+        return None
+    rate = card.price_per_gpu_eq_hour
+    return PriceQuote(
+        currency=card.currency,
+        per_hour=price(gpu_eq, rate),
+        total=price(gpu_eq * hours, rate),
+        hours=hours,
+    )

@@ -3,11 +3,14 @@ same path and numbers, decided by the rules a submission is decided by, and writ
 
 import html
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.services import gpu_request_submit
+from portal.billing.services import rate_card_create
 from portal.core.models import AuditEvent
 
 PREVIEW_API = "/api/v1/requests/preview"
@@ -162,3 +165,29 @@ def test_the_preview_answers_in_bounded_queries(
         answer = client.post(PREVIEW_API, body(count=2), content_type="application/json")
 
     assert answer.status_code == 200
+
+
+def test_the_preview_shows_the_price_at_todays_rate_card(
+    client_for, developer, finance_user, a100_tenant, catalog
+) -> None:
+    client = client_for(developer)
+    mig = {"offering": "a100-80gb-mig-1g-10gb", "count": 2, "duration_hours": 8}
+    unpriced = client.post(PREVIEW_API, body(**mig), content_type="application/json").json()
+    assert unpriced["price"] is None
+    model = catalog["a100-80gb-whole"].gpu_model
+    today = timezone.now().date()
+    rate_card_create(
+        actor=finance_user, gpu_model=model, backend=None, currency="EUR",
+        price_per_gpu_eq_hour="2.80", effective_from=today - timedelta(days=30),
+    )  # fmt: skip
+    rate_card_create(
+        actor=finance_user, gpu_model=model, backend=None, currency="EUR",
+        price_per_gpu_eq_hour="9.99", effective_from=today + timedelta(days=1),
+    )  # fmt: skip
+
+    priced = client.post(PREVIEW_API, body(**mig), content_type="application/json").json()
+    fragment = client.get("/requests/preview/", body(**mig), HTTP_HX_REQUEST="true").text
+
+    # 2 x 1/7 GPU-eq at 2.80 EUR: 0.80 EUR an hour, 6.40 EUR for 8 hours (today's card).
+    assert priced["price"] == {"currency": "EUR", "per_hour": "0.80", "total": "6.40", "hours": 8}
+    assert shown(fragment, "price") == "0.80 EUR per hour, 6.40 EUR for 8 h"
