@@ -46,6 +46,20 @@ price_source: Slot[Callable[[Offering, Fraction, int], PriceQuote | None]] = Slo
     "price quoter", filled_by="the billing app"
 )
 
+# What allocations cost so far (or in all, once ended), as text like "12.40 EUR", by id; an
+# allocation with no price is left out. Filled by the billing app, as `price_source`.
+cost_source: Slot[Callable[[list[GpuRequest]], dict[int, str]]] = Slot(
+    "allocation cost reader", filled_by="the billing app"
+)
+
+
+def with_costs[T](rows: list[T], allocation_of: Callable[[T], GpuRequest]) -> list[T]:
+    """`rows` with `.cost` set from their allocations' cost so far (None: not priced)."""
+    costs = cost_source.get()([allocation_of(row) for row in rows])
+    for row in rows:
+        row.cost = costs.get(allocation_of(row).pk)  # type: ignore[attr-defined]
+    return rows
+
 
 def _requests() -> VisibleQuerySet[GpuRequest]:
     return GpuRequest.objects.select_related(

@@ -20,6 +20,7 @@ from portal.allocations.selectors import (
     gpu_request_for,
     gpu_request_preview,
     gpu_requests_for,
+    with_costs,
 )
 from portal.catalog.models import Offering
 from portal.core.errors import ApplicationError, ValidationFailed
@@ -122,6 +123,7 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My requests; while any is pending, htmx polls the table, then stops (HTTP 286)."""
     requests = gpu_requests_for(request.user).filter(requester=request.user)
     page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = with_costs(list(page.object_list), lambda row: row)
     waiting = requests.filter(state=RequestState.PENDING).exists()
     context = {"page": page, "waiting": waiting, "extend_form": ExtendForm()}
     return polled_page(request, "allocations/mine.html", "requests-table", context, moving=waiting)

@@ -7,7 +7,8 @@ class BillingConfig(AppConfig):
     verbose_name = "Billing"
 
     def ready(self) -> None:
-        from portal.allocations.selectors import price_source
-        from portal.billing.pricing import price_quote
+        from portal.allocations.selectors import cost_source, price_source
+        from portal.billing.pricing import allocation_costs, price_quote
 
         price_source.register(price_quote)
+        cost_source.register(allocation_costs)

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db.models.functions import TruncDate
 
+from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import PriceQuote
 from portal.billing.models import Basis, RateCard
 from portal.catalog.models import Offering
@@ -197,3 +198,36 @@ def price_quote(offering: Offering, gpu_eq: Fraction, hours: int) -> PriceQuote 
         total=price(gpu_eq * hours, rate),
         hours=hours,
     )
+
+
+def allocation_costs(allocations: list[GpuRequest]) -> dict[int, str]:
+    """Each allocation's cost so far (all of it once ended): the GPU-eq-hours it reserved,
+    from its start to now or its end, at the rate card in effect when it started. An estimate
+    for the lists; statements are priced hour by hour from the usage records."""
+    now = datetime.now(UTC)
+    spans = {
+        a.pk: (a.starts_at, a.ends_at)
+        for a in allocations
+        if a.starts_at is not None and a.ends_at is not None
+    }
+    if not spans:
+        return {}
+    started = [a for a in allocations if a.pk in spans]
+    models = {a.gpu_model_id for a in started}
+    rates = RateBook(list(RateCard.objects.filter(gpu_model_id__in=models)))
+    backends = dict(
+        Offering.objects.filter(pk__in={a.offering_id for a in started}).values_list(
+            "pk", "backend_id"
+        )
+    )
+    costs = {}
+    for allocation in started:
+        starts, ends = spans[allocation.pk]
+        backend = backends.get(allocation.offering_id)
+        card = rates.rate_for(allocation.gpu_model_id, backend, starts.date())
+        if card is None:
+            continue
+        seconds = max(int((min(now, ends) - starts).total_seconds()), 0)
+        amount = price(Fraction(seconds, 3600) * allocation.gpu_eq, card.price_per_gpu_eq_hour)
+        costs[allocation.pk] = f"{amount} {card.currency}"
+    return costs

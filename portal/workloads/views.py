@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from portal.allocations.selectors import with_costs
 from portal.allocations.views import (
     offerings_requestable,
     request_preview_context,
@@ -47,6 +48,7 @@ def notebooks(request: AuthenticatedHttpRequest) -> HttpResponse:
         visible = visible.exclude(state=NotebookState.DELETED)
     filters.form.fields["state"].choices = [("", _("all but deleted")), *NotebookState.choices]  # type: ignore[attr-defined]
     page = Paginator(visible, PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = with_costs(list(page.object_list), lambda notebook: notebook.allocation)
     moving = any(notebook.state in MOVING_STATES for notebook in page)
     context = {"page": page, "moving": moving, "filters": filters.form, "now": timezone.now()}
     return polled_page(

@@ -7,7 +7,7 @@ one, before any page or task finds out.
 from django.dispatch import Signal
 
 from portal.accounts import sso
-from portal.allocations.selectors import capacity_source, price_source
+from portal.allocations.selectors import capacity_source, cost_source, price_source
 from portal.allocations.signals import allocation_state_changed
 from portal.cluster.models import RunKind
 from portal.cluster.services.runs import run_kinds
@@ -32,6 +32,7 @@ def test_every_slot_is_filled_by_the_app_that_owns_it() -> None:
     assert activity_source.get().__module__ == "portal.metering.activity"
     assert capacity_source.get().__module__ == "portal.cluster.selectors"
     assert price_source.get().__module__ == "portal.billing.pricing"
+    assert cost_source.get().__module__ == "portal.billing.pricing"
 
 
 def test_notebook_runs_are_done_by_the_workloads_app() -> None:
