@@ -5,3 +5,17 @@ class BillingConfig(AppConfig):
     name = "portal.billing"
     label = "billing"
     verbose_name = "Billing"
+
+    def ready(self) -> None:
+        from portal.core import navigation
+        from tenants.pages import TenantSection, tenant_sections
+
+        # Finance lands on this month's statements; leads reach their tenants' from the tenant page.
+        navigation.start_pages.register("finance", "billing:statements")
+        navigation.nav_register(
+            "Chargeback", "billing:statements", {"finance", "admin"}, position=60
+        )
+        tenant_sections.register(
+            "chargeback",
+            TenantSection("billing/tenant_link.html#chargeback-link", lambda _tenant: {}),
+        )
