@@ -223,6 +223,8 @@ def reopen(request: AuthenticatedHttpRequest, period: str) -> HttpResponse:
     """Reopen a closed month (admins, with a reason): its statements are provisional again."""
     month = _month_in_url(period)
     _require_reader(request.user)
+    if not request.user.is_portal_admin:
+        raise PermissionDenied("Only admins reopen a closed month.")
     reopen_form = PeriodReopenForm(request.POST)
     status = 400
     if reopen_form.is_valid():
