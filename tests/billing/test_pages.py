@@ -105,7 +105,7 @@ def month(ledger: Ledger, tenant_a: Tenant, tenant_b: Tenant, lead, developer, o
     return ledger
 
 
-def testids(html: str, prefix: str) -> list[str]:
+def ids_with(html: str, prefix: str) -> list[str]:
     return re.findall(rf'data-testid="{prefix}([^"]+)"', html)
 
 
@@ -139,7 +139,7 @@ def test_each_persona_sees_the_statements_it_may(
         assert response.status_code == 404
         return
     assert response.status_code == 200
-    assert testids(response.text, "statement-") == expected
+    assert ids_with(response.text, "statement-") == expected
     assert ("Close this month" in response.text) == (persona in ("finance_user", "admin_user"))
     assert "Reopen" not in response.text  # the month is open
 
@@ -184,7 +184,7 @@ def test_statements_sort_and_filter_on_the_server(
     response = client_for(finance_user).get(f"/chargeback/?period={PERIOD}&{query}")
 
     assert response.status_code == 200
-    assert testids(response.text, "statement-") == order
+    assert ids_with(response.text, "statement-") == order
 
 
 def test_htmx_gets_the_listing_fragment(client_for, month: Ledger, finance_user) -> None:
@@ -195,7 +195,7 @@ def test_htmx_gets_the_listing_fragment(client_for, month: Ledger, finance_user)
     assert response.status_code == 200
     assert response.text.lstrip().startswith('<div id="chargeback"')
     assert "<html" not in response.text
-    assert testids(response.text, "statement-") == ["vision", "nlp"]
+    assert ids_with(response.text, "statement-") == ["vision", "nlp"]
 
 
 @pytest.mark.parametrize(
@@ -298,7 +298,7 @@ def test_finance_closes_the_month_and_an_admin_reopens_it_with_a_reason(
     assert (event.actor, event.comment) == (admin_user, "late usage from east")
 
     history = admin.get(f"/chargeback/statements/{PERIOD}-vision/").text
-    assert testids(history, "history-") == ["1", "2"]
+    assert ids_with(history, "history-") == ["1", "2"]
     rows = re.findall(r'data-testid="history-\d">(.*?)</tr>', history, re.S)
     assert "closed" in rows[0]
     assert "finance" in rows[0]
@@ -469,6 +469,6 @@ def test_the_month_shows_closed_state_to_a_lead(
     html = client_for(lead).get(f"/chargeback/?period={PERIOD}").text
 
     assert cell(html, "month-state") == "closed"
-    assert testids(html, "statement-") == ["vision"]
+    assert ids_with(html, "statement-") == ["vision"]
     assert "Reopen" not in html
     assert "Close this month" not in html
