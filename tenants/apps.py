@@ -17,7 +17,6 @@ class TenantsConfig(AppConfig):
         navigation.persona_resolver.register(persona_of)
         for persona, url_name in {
             "admin": "tenants:manage",
-            "finance": "tenants:finance",
             "lead": "tenants:team",
             "developer": "tenants:mine",
         }.items():
@@ -25,6 +24,5 @@ class TenantsConfig(AppConfig):
         members = {"developer", "lead", "admin"}
         navigation.nav_register("My workspace", "tenants:mine", members, position=10)
         navigation.nav_register("Team", "tenants:team", {"lead"}, position=50)
-        navigation.nav_register("Chargeback", "tenants:finance", {"finance", "admin"}, position=60)
         navigation.nav_register("Tenants", "tenants:manage", {"admin"}, position=70)
         navigation.nav_register("Quota requests", "tenants:quota-queue", {"admin"}, position=80)

@@ -71,7 +71,7 @@ def team(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @login_required
 def finance(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """Finance's start page: every tenant by cost centre."""
+    """Every tenant by cost centre (finance and admins; linked from the chargeback page)."""
     if not request.user.sees_all_tenants:
         raise Http404
     tenants = Tenant.objects.visible_to(request.user).order_by("cost_centre", "slug")

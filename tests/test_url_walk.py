@@ -14,6 +14,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from portal.accounts.services import user_create
 from portal.accounts.tokens import api_token_create
 from portal.allocations.services import gpu_request_submit
+from portal.billing.selectors import current_month
 from portal.catalog.services import notebook_image_create, offering_create
 from portal.cluster.models import ProvisioningRun
 from portal.cluster.services import cluster_create
@@ -152,6 +153,14 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "metering:all": ("get", "", (302, 404, 404, 404, 200, 200)),
     "metering:idle-remind": ("post", "tenant_allocation", (302, 404, 302, 404, 403, 302)),
     "metering:idle-release": ("post", "tenant_allocation", (302, 404, 302, 404, 403, 302)),
+    # Chargeback: finance and admins see every statement, leads their tenants'. The walk's month
+    # is the running one: closing it is a conflict; reopening needs an admin and a reason.
+    "billing:statements": ("get", "", (302, 404, 200, 404, 200, 200)),
+    "billing:statement": ("get", "statement", (302, 404, 200, 404, 200, 200)),
+    "billing:statement-csv": ("get", "statement", (302, 404, 200, 404, 200, 200)),
+    "billing:period-close": ("post", "period", (302, 404, 403, 404, 409, 409)),
+    "billing:period-reopen": ("post", "period", (302, 404, 403, 404, 403, 400)),
+    "billing:rates": ("get", "", (302, 200, 200, 200, 200, 200)),
 }
 
 # Django's own admin has its own sign-in and staff check.
@@ -231,6 +240,8 @@ def walk_kwargs(
         "notebook_snooze": {"pk": notebook.pk, "action": "snooze"},
         "api_token": {"pk": api_token_create(actor=developer, name="walk").token.pk},
         "directory_change": {"pk": directory_change.pk},
+        "statement": {"statement_id": f"{current_month():%Y-%m}-{tenant_a.slug}"},
+        "period": {"period": f"{current_month():%Y-%m}"},
     }
 
 

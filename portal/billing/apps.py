@@ -9,6 +9,17 @@ class BillingConfig(AppConfig):
     def ready(self) -> None:
         from portal.allocations.selectors import cost_source, price_source
         from portal.billing.pricing import allocation_costs, price_quote
+        from portal.core import navigation
+        from tenants.pages import TenantSection, tenant_sections
 
         price_source.register(price_quote)
         cost_source.register(allocation_costs)
+        # Finance lands on this month's statements; leads reach their tenants' from the tenant page.
+        navigation.start_pages.register("finance", "billing:statements")
+        navigation.nav_register(
+            "Chargeback", "billing:statements", {"finance", "admin"}, position=60
+        )
+        tenant_sections.register(
+            "chargeback",
+            TenantSection("billing/tenant_link.html#chargeback-link", lambda _tenant: {}),
+        )

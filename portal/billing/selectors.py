@@ -31,6 +31,7 @@ from portal.billing.pricing import (
     tenant_month_priced,
 )
 from portal.core.errors import NotFound, ValidationFailed
+from portal.core.models import AuditEvent
 from portal.metering.models import UsageRecord
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
@@ -178,3 +179,46 @@ def rate_cards() -> QuerySet[RateCard]:
 
 def periods() -> QuerySet[Period]:
     return Period.objects.all()
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """A close or reopening of a statement's month, with the statement's total it froze (a
+    close) or undid (a reopening); empty when the tenant had no statement then."""
+
+    action: str
+    at: datetime
+    actor: str
+    comment: str
+    total: str
+
+
+def statement_history(statement: StatementView) -> list[HistoryEntry]:
+    """The closes and reopenings of the statement's month, oldest first (the audit events of
+    its period). The caller has already been allowed to see the statement."""
+    period_id = statement.stored.period_id if statement.stored else None
+    if period_id is None:
+        period_id = (
+            Period.objects.filter(month=statement.month).values_list("pk", flat=True).first()
+        )
+    if period_id is None:
+        return []
+    events = AuditEvent.objects.filter(
+        target_type=Period._meta.label_lower,
+        target_id=str(period_id),
+        action__in=["period.close", "period.reopen"],
+    ).order_by("at", "id")
+    entries = []
+    for event in events:
+        before, after = (event.changes.get("totals") or [None, None])[:2]
+        totals = (after if event.action == "period.close" else before) or {}
+        entries.append(
+            HistoryEntry(
+                event.action,
+                event.at,
+                event.actor_name or "system",
+                event.comment,
+                totals.get(statement.tenant.slug, ""),
+            )
+        )
+    return entries

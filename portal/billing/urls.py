@@ -1,6 +1,15 @@
 """Chargeback pages."""
 
-from django.urls import URLPattern
+from django.urls import path
+
+from portal.billing import views
 
 app_name = "billing"
-urlpatterns: list[URLPattern] = []
+urlpatterns = [
+    path("", views.statements, name="statements"),
+    path("statements/<str:statement_id>/", views.statement, name="statement"),
+    path("statements/<str:statement_id>/csv/", views.statement_csv, name="statement-csv"),
+    path("periods/<str:period>/close/", views.close, name="period-close"),
+    path("periods/<str:period>/reopen/", views.reopen, name="period-reopen"),
+    path("rates/", views.rates, name="rates"),
+]

@@ -23,7 +23,7 @@ def test_protected_pages_send_anonymous_visitors_to_sign_in(client: Client, db) 
     [
         ("developer", "/my/"),
         ("lead", "/team/"),
-        ("finance_user", "/finance/"),
+        ("finance_user", "/chargeback/"),
         ("admin_user", "/manage/tenants/"),
         ("outsider", "/my/"),
     ],

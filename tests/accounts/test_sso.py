@@ -87,7 +87,7 @@ def test_client_roles_become_global_roles_and_are_taken_away_again(
     mock_provider: MockProvider, db: None
 ) -> None:
     _lee(mock_provider, **_roles("finance"))
-    assert mock_provider.sign_in(Client(), "lee-sub")["Location"] == "/finance/"
+    assert mock_provider.sign_in(Client(), "lee-sub")["Location"] == "/chargeback/"
     assert User.objects.get(username="lee").global_role == GlobalRole.FINANCE
 
     _lee(mock_provider, **_roles("admin", "finance"))
@@ -248,7 +248,7 @@ def test_a_keycloak_sign_in_checks_pkce_and_reads_client_roles(
 
     response = sign_in_at_issuer(client)
 
-    assert response["Location"] == "/finance/"
+    assert response["Location"] == "/chargeback/"
     assert User.objects.get(username="fin").global_role == GlobalRole.FINANCE
 
 

@@ -1,0 +1,77 @@
+"""The chargeback pages' forms: which month and how to list it, reopening a month, a new price."""
+
+from datetime import date
+from typing import Any, cast
+
+from django import forms
+
+from portal.billing.selectors import month_of
+from portal.catalog.models import GpuModel, SharingBackend
+from portal.core.errors import ValidationFailed
+
+SORTS = {
+    "tenant": "Tenant",
+    "-tenant": "Tenant, Z to A",
+    "cost_centre": "Cost centre",
+    "-cost_centre": "Cost centre, Z to A",
+    "total": "Total, smallest first",
+    "-total": "Total, largest first",
+}
+
+
+class MonthInput(forms.TextInput):
+    """`<input type="month">`: browsers offer a month picker and send YYYY-MM."""
+
+    input_type = "month"
+
+
+class ChargebackFilterForm(forms.Form):
+    """`period` (YYYY-MM), `cost_centre` (one of the tenants' the user sees, or all) and
+    `sort` (a column, `-` for descending)."""
+
+    period = forms.CharField(label="Month", widget=MonthInput)
+    cost_centre = forms.ChoiceField(label="Cost centre", required=False)
+    sort = forms.ChoiceField(label="Sort by", choices=list(SORTS.items()))
+
+    def __init__(self, data: dict[str, Any], *, cost_centres: list[str]) -> None:
+        super().__init__(data)
+        field = cast("forms.ChoiceField", self.fields["cost_centre"])
+        field.choices = [("", "Every cost centre")] + [
+            (centre, centre or "(none)") for centre in cost_centres
+        ]
+
+    def clean_period(self) -> date:
+        try:
+            return month_of(self.cleaned_data["period"], field="period")
+        except ValidationFailed as error:
+            raise forms.ValidationError(error.fields["period"]) from error
+
+
+class PeriodReopenForm(forms.Form):
+    reason = forms.CharField(
+        label="Reason",
+        max_length=1000,
+        help_text="Why the month is reopened: it stays in the statements' history.",
+    )
+
+
+class RateCardForm(forms.Form):
+    gpu_model = forms.ModelChoiceField(
+        label="GPU model", queryset=GpuModel.objects.order_by("name"), to_field_name="slug"
+    )
+    backend = forms.ModelChoiceField(
+        label="Sharing backend",
+        queryset=SharingBackend.objects.order_by("name"),
+        to_field_name="slug",
+        required=False,
+        empty_label="Every backend",
+    )
+    currency = forms.CharField(
+        label="Currency", max_length=3, min_length=3, help_text="ISO 4217, e.g. EUR"
+    )
+    price_per_gpu_eq_hour = forms.DecimalField(
+        label="Price per GPU-eq-hour", max_digits=14, decimal_places=4, min_value=0
+    )
+    effective_from = forms.DateField(
+        label="Effective from", widget=forms.DateInput(attrs={"type": "date"})
+    )

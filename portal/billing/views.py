@@ -1,0 +1,375 @@
+"""Chargeback pages: a month's statements per tenant and cost centre (finance's start page), one
+statement with its lines, history and CSV, closing and reopening a month, and the rate cards.
+
+Finance and admins see every tenant's statements, leads their tenants'; anyone else gets 404.
+Everyone signed in sees the rate cards. Reads go through portal.billing.selectors, writes
+through portal.billing.services; refusals are shown where the user acted, with their status.
+"""
+
+import csv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from itertools import islice
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from portal.accounts.models import User
+from portal.billing.forms import ChargebackFilterForm, PeriodReopenForm, RateCardForm
+from portal.billing.models import PeriodState, RateCard
+from portal.billing.selectors import (
+    LineView,
+    StatementView,
+    current_month,
+    month_of,
+    periods,
+    rate_cards,
+    statement_for,
+    statement_history,
+    statement_lines,
+    statements_for,
+)
+from portal.billing.services import period_close, period_reopen, rate_card_create
+from portal.core.errors import Conflict, PermissionDenied, ValidationFailed
+from portal.core.http import AuthenticatedHttpRequest
+from portal.core.pages import form_add_error, form_page
+from portal.metering.selectors import usage_watermarks
+from portal.metering.views import hours_text
+from tenants.access import sees_everything, tenants_led_by
+from tenants.models import Tenant
+
+# The most lines a statement's page shows; its CSV has them all.
+PAGE_LINES = 500
+CSV_COLUMNS = (
+    "period", "tenant", "cost_centre", "gpu_model", "offering", "user", "workload",
+    "quantity", "unit", "rate", "currency", "amount", "basis", "status",
+)  # fmt: skip
+
+
+def _require_reader(user: User) -> None:
+    """Finance, admins and leads read chargeback; for anyone else it does not exist."""
+    if not sees_everything(user) and not tenants_led_by(user).exists():
+        raise Http404("No such page.")
+
+
+def _may_close(user: User) -> bool:
+    return user.is_finance or user.is_portal_admin
+
+
+def _month_in_url(text: str) -> date:
+    """The month a URL names; a 400 page naming the field otherwise."""
+    return month_of(text, field="period")
+
+
+# A month's statements
+
+
+@dataclass
+class CentreTotal:
+    cost_centre: str
+    currency: str
+    total: Decimal
+    statements: int
+
+
+def _cost_centres(user: User) -> list[str]:
+    tenants = Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
+    return sorted(set(tenants.order_by().values_list("cost_centre", flat=True)))
+
+
+def _sorted(statements: list[StatementView], sort: str) -> list[StatementView]:
+    column = sort.removeprefix("-")
+    keys = {
+        "tenant": lambda view: (view.tenant.slug,),
+        "cost_centre": lambda view: (view.cost_centre, view.tenant.slug),
+        "total": lambda view: (view.total, view.tenant.slug),
+    }
+    return sorted(statements, key=keys[column], reverse=sort.startswith("-"))
+
+
+def _centre_totals(statements: list[StatementView]) -> list[CentreTotal]:
+    """One row per cost centre and currency (a statement with nothing priced has none)."""
+    rows: dict[tuple[str, str], CentreTotal] = {}
+    for view in statements:
+        key = (view.cost_centre, view.currency)
+        row = rows.setdefault(key, CentreTotal(view.cost_centre, view.currency, Decimal("0.00"), 0))
+        row.total += view.total
+        row.statements += 1
+    return [rows[key] for key in sorted(rows)]
+
+
+def _grand_totals(statements: list[StatementView]) -> list[tuple[str, Decimal]]:
+    totals: dict[str, Decimal] = {}
+    for view in statements:
+        totals[view.currency] = totals.get(view.currency, Decimal("0.00")) + view.total
+    return sorted(totals.items())
+
+
+def _shift(month: date, months: int) -> date:
+    index = month.year * 12 + month.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def _sort_links(query: dict[str, str], sort: str) -> dict[str, dict[str, str]]:
+    """Per sortable column: the query sorting by it (the other way round when it is the current
+    sort) and its aria-sort."""
+    links = {}
+    for column in ("tenant", "cost_centre", "total"):
+        descending = sort == f"-{column}"
+        ascending = sort == column
+        links[column] = {
+            "query": urlencode({**query, "sort": column if not ascending else f"-{column}"}),
+            "aria": "ascending" if ascending else "descending" if descending else "none",
+        }
+    return links
+
+
+def _statements_page(
+    request: AuthenticatedHttpRequest,
+    form: ChargebackFilterForm,
+    *,
+    status: int = 200,
+    close_error: str = "",
+    reopen_form: PeriodReopenForm | None = None,
+) -> HttpResponse:
+    user = request.user
+    context: dict[str, Any] = {
+        "form": form,
+        "close_error": close_error,
+        "reopen_form": reopen_form or PeriodReopenForm(),
+        "last_closed": periods().filter(state=PeriodState.CLOSED).first(),
+        "watermarks": usage_watermarks() if _may_close(user) else [],
+    }
+    if form.is_valid():
+        month = form.cleaned_data["period"]
+        sort = form.cleaned_data["sort"]
+        centre = form.cleaned_data["cost_centre"]
+        listed = [
+            view for view in statements_for(user, month) if not centre or view.cost_centre == centre
+        ]
+        period = periods().filter(month=month).first()
+        closed = period is not None and period.state == PeriodState.CLOSED
+        query = {"period": f"{month:%Y-%m}", **({"cost_centre": centre} if centre else {})}
+        following = _shift(month, 1)
+        context |= {
+            "month": month,
+            "month_text": f"{month:%Y-%m}",
+            "period": period,
+            "closed": closed,
+            "ended": month < current_month(),
+            "statements": _sorted(listed, sort),
+            "centre_totals": _centre_totals(listed),
+            "grand_totals": _grand_totals(listed),
+            "sort_links": _sort_links(query, sort),
+            "previous": f"{_shift(month, -1):%Y-%m}",
+            "following": f"{following:%Y-%m}" if following <= current_month() else "",
+            "may_close": _may_close(user) and not closed and month < current_month(),
+            "may_reopen": user.is_portal_admin and closed,
+        }
+    else:
+        status = 400
+    template = "billing/statements.html"
+    if request.htmx and request.method == "GET":
+        template += "#chargeback"
+    return render(request, template, context, status=status)
+
+
+def _filter_form(user: User, data: dict[str, str]) -> ChargebackFilterForm:
+    values = {
+        "period": data.get("period") or f"{current_month():%Y-%m}",
+        "sort": data.get("sort") or "tenant",
+        "cost_centre": data.get("cost_centre") or "",
+    }
+    return ChargebackFilterForm(values, cost_centres=_cost_centres(user))
+
+
+@login_required
+@require_GET
+def statements(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """A month's statements (this month so far by default) per tenant, with totals per cost
+    centre; sorted and filtered on the server. Finance's start page."""
+    _require_reader(request.user)
+    return _statements_page(request, _filter_form(request.user, request.GET.dict()))
+
+
+@login_required
+@require_POST
+def close(request: AuthenticatedHttpRequest, period: str) -> HttpResponse:
+    """Close a month (finance, admins): its statements become final. A refusal (a cluster's
+    usage not complete yet, closed already) is shown on the month's page with its 409."""
+    month = _month_in_url(period)
+    _require_reader(request.user)
+    try:
+        closed = period_close(actor=request.user, month=month)
+    except Conflict as error:
+        form = _filter_form(request.user, {"period": period})
+        return _statements_page(request, form, status=error.status, close_error=error.message)
+    count = closed.statements.count()
+    messages.success(request, f"{month:%Y-%m} is closed: {count} statements are final.")
+    return redirect(f"{reverse('billing:statements')}?period={month:%Y-%m}")
+
+
+@login_required
+@require_POST
+def reopen(request: AuthenticatedHttpRequest, period: str) -> HttpResponse:
+    """Reopen a closed month (admins, with a reason): its statements are provisional again."""
+    month = _month_in_url(period)
+    _require_reader(request.user)
+    if not request.user.is_portal_admin:
+        raise PermissionDenied("Only admins reopen a closed month.")
+    reopen_form = PeriodReopenForm(request.POST)
+    status = 400
+    if reopen_form.is_valid():
+        try:
+            period_reopen(
+                actor=request.user, month=month, reason=reopen_form.cleaned_data["reason"]
+            )
+        except (ValidationFailed, Conflict) as error:
+            form_add_error(reopen_form, error)
+            status = error.status
+        else:
+            messages.success(
+                request, f"{month:%Y-%m} is open again: its statements are provisional."
+            )
+            return redirect(f"{reverse('billing:statements')}?period={month:%Y-%m}")
+    form = _filter_form(request.user, {"period": period})
+    return _statements_page(request, form, status=status, reopen_form=reopen_form)
+
+
+# One statement
+
+
+def _quantity_text(line: LineView) -> str:
+    return hours_text(line.quantity)
+
+
+@login_required
+@require_GET
+def statement(request: AuthenticatedHttpRequest, statement_id: str) -> HttpResponse:
+    """A statement's lines (the first PAGE_LINES; the CSV has them all) and its history."""
+    _require_reader(request.user)
+    view = statement_for(request.user, statement_id)
+    shown = list(islice(statement_lines(view), PAGE_LINES + 1))
+    lines = [(line, _quantity_text(line)) for line in shown[:PAGE_LINES]]
+    context = {
+        "statement": view,
+        "lines": lines,
+        "cut": len(shown) > PAGE_LINES,
+        "page_lines": PAGE_LINES,
+        "used_gpu_hours": hours_text(sum((line.used_gpu_hours for line, _ in lines), Decimal(0))),
+        "history": statement_history(view),
+    }
+    return render(request, "billing/statement.html", context)
+
+
+class _Echo:
+    """A file-like object whose write hands the line back, for streaming csv.writer's output."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def statement_csv_rows(view: StatementView) -> Iterator[list[str]]:
+    """The statement's lines as CSV rows under CSV_COLUMNS: quantities exact (e.g. 10/7), money
+    as decimals; read row by row, so a large statement never sits in memory."""
+    status = "final" if view.final else "provisional"
+    for line in statement_lines(view):
+        yield [
+            f"{view.month:%Y-%m}", view.tenant.slug, view.cost_centre, line.gpu_model,
+            line.offering, line.user, line.workload, str(line.quantity), line.unit,
+            "" if line.rate is None else f"{line.rate}", line.currency, f"{line.amount}",
+            view.basis, status,
+        ]  # fmt: skip
+
+
+@login_required
+@require_GET
+def statement_csv(request: AuthenticatedHttpRequest, statement_id: str) -> StreamingHttpResponse:
+    """The statement's lines as CSV, streamed."""
+    _require_reader(request.user)
+    view = statement_for(request.user, statement_id)
+
+    def rows() -> Iterator[str]:
+        writer = csv.writer(_Echo())
+        yield writer.writerow(CSV_COLUMNS)
+        for row in statement_csv_rows(view):
+            yield writer.writerow(row)
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="statement-{view.id}.csv"'
+    return response
+
+
+# Rate cards
+
+
+@dataclass
+class RateRow:
+    card: RateCard
+    status: str  # "in effect", "upcoming" or "superseded"
+
+
+def _rate_rows(today: date) -> list[RateRow]:
+    """Every card, marked in effect (the newest started one of its model and backend), upcoming
+    or superseded."""
+    rows = []
+    current: set[tuple[int, int | None]] = set()
+    newest_first = sorted(rate_cards(), key=lambda card: (card.effective_from, card.pk))[::-1]
+    for card in newest_first:
+        key = (card.gpu_model_id, card.backend_id)
+        if card.effective_from > today:
+            status = "upcoming"
+        elif key in current:
+            status = "superseded"
+        else:
+            status = "in effect"
+            current.add(key)
+        rows.append(RateRow(card, status))
+    return sorted(
+        rows,
+        key=lambda row: (
+            row.card.gpu_model.name,
+            row.card.backend.name if row.card.backend else "",
+            -row.card.effective_from.toordinal(),
+        ),
+    )
+
+
+@login_required
+def rates(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Every rate card, for everyone signed in; finance and admins add new ones here."""
+    user = request.user
+    if request.method == "POST" and not _may_close(user):
+        raise PermissionDenied("Only finance and admins set prices.")
+    context = {
+        "rows": _rate_rows(datetime.now(UTC).date()),
+        "may_price": _may_close(user),
+    }
+
+    def save(data: dict[str, Any]) -> RateCard:
+        return rate_card_create(actor=user, **data)
+
+    def success(card: Any) -> HttpResponse:
+        messages.success(
+            request,
+            f"{card.gpu_model.name}: {card.price_per_gpu_eq_hour} {card.currency} per "
+            f"GPU-eq-hour from {card.effective_from:%Y-%m-%d}.",
+        )
+        return redirect("billing:rates")
+
+    return form_page(
+        request,
+        form=RateCardForm(request.POST if request.method == "POST" else None),
+        template="billing/rates.html",
+        context=context,
+        save=save,
+        success=success,
+    )
