@@ -5,6 +5,7 @@ its access check. Tenant-scoped routes point at tenant A; the outsider is in ten
 """
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -143,6 +144,16 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     # Usage: everyone signed in sees their share; the metering windows are the admins'.
     "api:usage": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:usage-windows": ("get", "", (401, 404, 404, 404, 404, 200)),
+    # Chargeback: everyone signed in reads the prices and their statements (a developer none);
+    # periods are finance's and the admins'. The walk's cluster is not metered, so last month
+    # closes at once; reopening it takes an admin and a reason (none given here).
+    "api:rate-cards": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:statements": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:statement": ("get", "statement", (401, 404, 200, 404, 200, 200)),
+    "api:statement-lines": ("get", "statement", (401, 404, 200, 404, 200, 200)),
+    "api:periods": ("get", "", (401, 404, 404, 404, 200, 200)),
+    "api:period-close": ("post", "period", (401, 404, 404, 404, 200, 200)),
+    "api:period-reopen": ("post", "period", (401, 404, 404, 404, 403, 400)),
     # The schema and its docs describe the API, not anyone's data: public.
     "api-schema": ("get", "", (200, 200, 200, 200, 200, 200)),
     "api-docs": ("get", "", (200, 200, 200, 200, 200, 200)),
@@ -213,6 +224,7 @@ def walk_kwargs(
             tenant_slug=tenant_a.slug, username="walker", role="lead", actor=None
         )
     assert directory_change is not None
+    last_month = (datetime.now(UTC).date().replace(day=1) - timedelta(days=1)).replace(day=1)
     return {
         "run": {"pk": run.pk},
         "cluster": {"name": cluster.name},
@@ -231,6 +243,8 @@ def walk_kwargs(
         "notebook_snooze": {"pk": notebook.pk, "action": "snooze"},
         "api_token": {"pk": api_token_create(actor=developer, name="walk").token.pk},
         "directory_change": {"pk": directory_change.pk},
+        "period": {"month": f"{last_month:%Y-%m}"},
+        "statement": {"statement_id": f"{last_month:%Y-%m}-{tenant_a.slug}"},
     }
 
 
