@@ -147,7 +147,7 @@ def statements_for(
 def statement_for(user: User, statement_id: str) -> StatementView:
     """One statement by its name `<YYYY-MM>-<tenant>`; NotFound when the user may not see the
     tenant's statements or the name is not one."""
-    match = STATEMENT_ID.match(statement_id or "")
+    match = STATEMENT_ID.fullmatch(statement_id or "")
     if match is None or not 1 <= int(match.group(2)) <= 12:
         raise NotFound("There is no such statement.")
     month = date(int(match.group(1)), int(match.group(2)), 1)

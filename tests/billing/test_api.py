@@ -372,7 +372,8 @@ def test_one_statement_is_seen_by_whom_may_and_is_404_to_others(
         assert get(client_for(user), f"{path}lines/", format="csv").status_code == 404
     assert get(client_for(lead), f"statements/{PERIOD}-nlp/").status_code == 404
     finance = client_for(finance_user)
-    for name in ("2026-13-vision", "nope", f"{PERIOD}-nowhere", f"{PERIOD}-VISION"):
+    odd = ("2026-13-vision", "nope", f"{PERIOD}-nowhere", f"{PERIOD}-VISION", f"{PERIOD}-vision%0A")
+    for name in odd:
         response = get(finance, f"statements/{name}/")
         assert response.status_code == 404, name
         assert response.json()["error"]["code"] == "not_found"
