@@ -21,6 +21,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
+from rest_framework.mixins import ListModelMixin
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -122,7 +123,7 @@ class _Echo:
         return value
 
 
-class RateCardList(GenericAPIView[RateCard]):
+class RateCardList(ListModelMixin, GenericAPIView[RateCard]):
     """Rate cards, newest first per GPU model and backend (everyone signed in: the prices that
     apply); POST adds a price (finance and admins)."""
 
@@ -260,7 +261,7 @@ class StatementLines(GenericAPIView[Any]):
         return response
 
 
-class PeriodList(GenericAPIView[Period]):
+class PeriodList(ListModelMixin, GenericAPIView[Period]):
     """The months chargeback knows (finance and admins), newest first: open or closed, the
     charge basis a close used, when and by whom. A month nobody closed yet is not listed."""
 
