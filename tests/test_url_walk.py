@@ -5,6 +5,7 @@ its access check. Tenant-scoped routes point at tenant A; the outsider is in ten
 """
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -144,6 +145,16 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     # Usage: everyone signed in sees their share; the metering windows are the admins'.
     "api:usage": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:usage-windows": ("get", "", (401, 404, 404, 404, 404, 200)),
+    # Chargeback: everyone signed in reads the prices and their statements (a developer none);
+    # periods are finance's and the admins'. The walk's cluster is not metered, so last month
+    # closes at once; reopening it takes an admin and a reason (none given here).
+    "api:rate-cards": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:statements": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:statement": ("get", "api_statement", (401, 404, 200, 404, 200, 200)),
+    "api:statement-lines": ("get", "api_statement", (401, 404, 200, 404, 200, 200)),
+    "api:periods": ("get", "", (401, 404, 404, 404, 200, 200)),
+    "api:period-close": ("post", "api_period", (401, 404, 404, 404, 200, 200)),
+    "api:period-reopen": ("post", "api_period", (401, 404, 404, 404, 403, 400)),
     # The schema and its docs describe the API, not anyone's data: public.
     "api-schema": ("get", "", (200, 200, 200, 200, 200, 200)),
     "api-docs": ("get", "", (200, 200, 200, 200, 200, 200)),
@@ -222,6 +233,7 @@ def walk_kwargs(
             tenant_slug=tenant_a.slug, username="walker", role="lead", actor=None
         )
     assert directory_change is not None
+    last_month = (datetime.now(UTC).date().replace(day=1) - timedelta(days=1)).replace(day=1)
     return {
         "run": {"pk": run.pk},
         "cluster": {"name": cluster.name},
@@ -242,6 +254,8 @@ def walk_kwargs(
         "directory_change": {"pk": directory_change.pk},
         "statement": {"statement_id": f"{current_month():%Y-%m}-{tenant_a.slug}"},
         "period": {"period": f"{current_month():%Y-%m}"},
+        "api_period": {"month": f"{last_month:%Y-%m}"},
+        "api_statement": {"statement_id": f"{last_month:%Y-%m}-{tenant_a.slug}"},
     }
 
 

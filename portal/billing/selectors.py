@@ -38,6 +38,7 @@ from tenants.models import Tenant
 
 STATEMENT_ID = re.compile(r"^(\d{4})-(\d{2})-([a-z0-9][a-z0-9-]{0,62})$")
 MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+HISTORY_CLOSE, HISTORY_REOPEN = "period.close", "period.reopen"
 
 
 def month_of(text: str, *, field: str = "period") -> date:
@@ -110,13 +111,23 @@ def _tenants_seen(user: User) -> QuerySet[Tenant]:
     return Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
 
 
-def statements_for(user: User, month: date) -> list[StatementView]:
+def statements_for(
+    user: User, month: date, *, tenant_slug: str | None = None
+) -> list[StatementView]:
     """The month's statements the user may see, by tenant: stored ones for a closed month,
-    provisional ones (priced now) for an open month, for tenants with usage in it."""
+    provisional ones (priced now) for an open month, for tenants with usage in it.
+
+    `tenant_slug` narrows them to one tenant (priced alone); NotFound when the user may not see
+    that tenant's statements."""
     tenants = _tenants_seen(user)
+    if tenant_slug is not None:
+        tenants = tenants.filter(slug=tenant_slug)
+        if not tenants.exists():
+            raise NotFound("There is no such tenant.")
     period = _period(month)
     if period is not None and period.state == PeriodState.CLOSED:
-        stored = Statement.objects.visible_to(user).filter(period=period).select_related("tenant")
+        stored = Statement.objects.visible_to(user).filter(period=period, tenant__in=tenants)
+        stored = stored.select_related("tenant")
         return [_final(month, row) for row in stored.order_by("tenant__slug")]
     begin, end = month_bounds(month)
     with_usage = (
@@ -136,7 +147,7 @@ def statements_for(user: User, month: date) -> list[StatementView]:
 def statement_for(user: User, statement_id: str) -> StatementView:
     """One statement by its name `<YYYY-MM>-<tenant>`; NotFound when the user may not see the
     tenant's statements or the name is not one."""
-    match = STATEMENT_ID.match(statement_id or "")
+    match = STATEMENT_ID.fullmatch(statement_id or "")
     if match is None or not 1 <= int(match.group(2)) <= 12:
         raise NotFound("There is no such statement.")
     month = date(int(match.group(1)), int(match.group(2)), 1)
@@ -153,23 +164,71 @@ def statement_for(user: User, statement_id: str) -> StatementView:
     return _provisional(month, tenant, priced)
 
 
-def statement_lines(statement: StatementView) -> Iterator[LineView]:
-    """The statement's lines in order: read row by row from the database for a final one (a
-    large month never sits in memory), priced now for a provisional one."""
+def statement_lines(
+    statement: StatementView, *, start: int = 0, stop: int | None = None
+) -> Iterator[LineView]:
+    """The statement's lines in order (those from `start` to `stop` only, when given): read row
+    by row from the database for a final one (a large month never sits in memory), priced now
+    for a provisional one."""
     if statement.stored is not None:
         rows = StatementLine.objects.filter(statement=statement.stored).order_by("position")
-        for row in rows.iterator(chunk_size=2000):
+        for row in rows[start:stop].iterator(chunk_size=2000):
             yield LineView(
                 row.gpu_model, row.offering, row.user, row.workload, row.quantity, row.unit,
                 row.rate, row.currency, row.amount, row.used_gpu_hours,
             )  # fmt: skip
         return
     priced = tenant_month_priced(statement.tenant, statement.month, basis=statement.basis)
-    for line in priced.lines:
+    for line in priced.lines[start:stop]:
         yield LineView(
             line.gpu_model, line.offering, line.user, line.workload, line.quantity, priced.unit,
             line.rate, line.currency, line.amount, line.used_gpu_hours,
         )  # fmt: skip
+
+
+def statement_line_count(statement: StatementView) -> int:
+    """How many lines the statement has (a provisional one is priced to count them)."""
+    if statement.stored is not None:
+        return StatementLine.objects.filter(statement=statement.stored).count()
+    return sum(1 for _ in statement_lines(statement))
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """A close or reopening of the statement's month, with this tenant's total then."""
+
+    action: str
+    actor: str
+    at: datetime
+    comment: str
+    total: str | None  # "20.00 EUR" as the event recorded it; None: not in that event
+
+
+def statement_history(statement: StatementView) -> list[HistoryEntry]:
+    """The closes and reopenings of the statement's month, oldest first: the audit events,
+    each with the tenant's total it froze (a close) or discarded (a reopening)."""
+    period = _period(statement.month)
+    if period is None:
+        return []
+    events = AuditEvent.objects.filter(
+        target_type=Period._meta.label_lower,
+        target_id=str(period.pk),
+        action__in=[HISTORY_CLOSE, HISTORY_REOPEN],
+    ).order_by("at", "pk")
+    entries = []
+    for event in events:
+        before, after = (event.changes.get("totals") or [None, None])[:2]
+        totals = after if event.action == HISTORY_CLOSE else before
+        entries.append(
+            HistoryEntry(
+                event.action,
+                event.actor_name,
+                event.at,
+                event.comment,
+                (totals or {}).get(statement.tenant.slug),
+            )
+        )
+    return entries
 
 
 def rate_cards() -> QuerySet[RateCard]:
