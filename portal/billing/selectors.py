@@ -30,7 +30,7 @@ from portal.billing.pricing import (
     month_bounds,
     tenant_month_priced,
 )
-from portal.core.errors import NotFound, ValidationFailed
+from portal.core.errors import Conflict, NotFound, ValidationFailed
 from portal.core.models import AuditEvent
 from portal.metering.models import UsageRecord
 from tenants.access import sees_everything, tenants_led_by
@@ -76,6 +76,7 @@ class StatementView:
     basis: str
     total: Decimal
     stored: Statement | None = None  # the frozen statement of a closed month
+    problem: str = ""  # why it cannot be priced (e.g. rate cards in two currencies)
 
     @property
     def final(self) -> bool:
@@ -99,6 +100,13 @@ def _final(month: date, row: Statement) -> StatementView:
 def _provisional(month: date, tenant: Tenant, priced: Priced) -> StatementView:
     return StatementView(
         month, tenant, tenant.cost_centre, priced.currency, priced.basis, priced.total
+    )
+
+
+def _unpriceable(month: date, tenant: Tenant, problem: str) -> StatementView:
+    basis = settings.PORTAL_CHARGE_BASIS
+    return StatementView(
+        month, tenant, tenant.cost_centre, "", basis, Decimal("0.00"), problem=problem
     )
 
 
@@ -139,7 +147,13 @@ def statements_for(
     rates = RateBook.load()
     views = []
     for tenant in Tenant.objects.filter(pk__in=with_usage).order_by("slug"):
-        priced = tenant_month_priced(tenant, month, basis=settings.PORTAL_CHARGE_BASIS, rates=rates)
+        try:
+            priced = tenant_month_priced(
+                tenant, month, basis=settings.PORTAL_CHARGE_BASIS, rates=rates
+            )
+        except Conflict as error:  # one tenant's mixed currencies must not hide the others
+            views.append(_unpriceable(month, tenant, str(error)))
+            continue
         views.append(_provisional(month, tenant, priced))
     return views
 

@@ -125,6 +125,9 @@ class StatementSerializer(serializers.Serializer[StatementView]):
     )
     final = serializers.BooleanField(help_text="the month is closed: stored, never recomputed")
     provisional = serializers.SerializerMethodField(help_text="the month is open: may change")
+    problem = serializers.CharField(
+        help_text="why it cannot be priced now (e.g. rate cards in two currencies); empty: none"
+    )
 
     def get_provisional(self, statement: StatementView) -> bool:
         return not statement.final

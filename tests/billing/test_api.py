@@ -303,7 +303,7 @@ def test_the_statements_carry_their_fields_and_the_totals_per_cost_centre(
         "id": f"{PERIOD}-vision", "period": PERIOD, "tenant": "vision",
         "tenant_name": "Computer Vision Lab", "cost_centre": "CC-4100", "currency": "EUR",
         "basis": "reserved", "unit": "GPU-eq-hour", "total": "24.00", "final": False,
-        "provisional": True,
+        "provisional": True, "problem": "",
     }  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from portal.allocations.models import GpuRequest
 from portal.allocations.services import gpu_request_submit
 from portal.billing.models import Period, PeriodState, Statement
 from portal.billing.pricing import month_bounds, price, tenant_month_priced
+from portal.billing.selectors import statements_for
 from portal.billing.services import period_close, period_reopen, rate_card_create
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.cluster.models import Cluster
@@ -230,3 +231,17 @@ def test_a_month_is_not_closed_before_its_usage_is_complete(books: Books, lead: 
         period_close(actor=books.finance, month=TODAY)
     with pytest.raises(PermissionDenied):
         period_close(actor=lead, month=MONTH)
+
+
+def test_a_tenant_with_two_currencies_does_not_hide_the_others_statements(books: Books) -> None:
+    books.allocate("a100-80gb-whole", BEGIN + DAY, 2)
+    books.allocate("a100-80gb-mig-1g-10gb", BEGIN + DAY, 7)
+    card(books, "2.00", MONTH, currency="EUR", backend="whole")
+    card(books, "2.00", MONTH, currency="USD", backend="mig")
+    books.collect()
+
+    [statement] = statements_for(books.finance, MONTH)
+
+    assert statement.tenant == books.tenant
+    assert "EUR and USD" in statement.problem
+    assert statement.total == Decimal("0.00")
