@@ -9,9 +9,7 @@ admins' alone: to anyone else `periods/` and the close and reopen routes do not 
 Finance and admins close a month; only admins reopen one (finance: 403), with a reason.
 """
 
-import csv
 from collections import defaultdict
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -30,12 +28,14 @@ from portal.billing import services
 from portal.billing.filters import RateCardFilter
 from portal.billing.models import Period, RateCard
 from portal.billing.selectors import (
+    LINE_COLUMNS,
     LineView,
     StatementView,
     current_month,
     month_of,
     periods,
     rate_cards,
+    statement_csv_rows,
     statement_for,
     statement_history,
     statement_line_count,
@@ -43,7 +43,6 @@ from portal.billing.selectors import (
     statements_for,
 )
 from portal.billing.serializers import (
-    LINE_COLUMNS,
     HistoryEntrySerializer,
     LinePageSerializer,
     LineSerializer,
@@ -56,10 +55,10 @@ from portal.billing.serializers import (
     StatementPageSerializer,
     StatementQuerySerializer,
     StatementSerializer,
-    line_row,
 )
 from portal.core.api import choice_param
 from portal.core.errors import NotFound, PermissionDenied
+from portal.core.exports import csv_download
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
@@ -114,13 +113,6 @@ def _sees_periods(user: User) -> User:
     if not user.sees_all_tenants:
         raise NotFound("Not found.")
     return user
-
-
-class _Echo:
-    """A file-like object whose write hands the line back, for streaming csv.writer's output."""
-
-    def write(self, value: str) -> str:
-        return value
 
 
 class RateCardList(ListModelMixin, GenericAPIView[RateCard]):
@@ -250,15 +242,9 @@ class StatementLines(GenericAPIView[Any]):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def _csv(self, statement: StatementView) -> StreamingHttpResponse:
-        def rows() -> Iterator[str]:
-            writer = csv.writer(_Echo())
-            yield writer.writerow(LINE_COLUMNS)
-            for line in statement_lines(statement):
-                yield writer.writerow(line_row(statement, line))
-
-        response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="statement-{statement.id}.csv"'
-        return response
+        return csv_download(
+            LINE_COLUMNS, statement_csv_rows(statement), filename=f"statement-{statement.id}.csv"
+        )
 
 
 class PeriodList(ListModelMixin, GenericAPIView[Period]):

@@ -36,6 +36,11 @@ from portal.metering.models import UsageRecord
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
+# A statement's CSV, in the API and on its page alike (README, "Statement CSV columns").
+LINE_COLUMNS = (
+    "period", "tenant", "cost_centre", "gpu_model", "offering", "user", "workload", "quantity",
+    "unit", "rate", "currency", "amount", "basis", "status",
+)  # fmt: skip
 STATEMENT_ID = re.compile(r"^(\d{4})-(\d{2})-([a-z0-9][a-z0-9-]{0,62})$")
 MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 HISTORY_CLOSE, HISTORY_REOPEN = "period.close", "period.reopen"
@@ -252,3 +257,16 @@ def rate_cards() -> QuerySet[RateCard]:
 
 def periods() -> QuerySet[Period]:
     return Period.objects.all()
+
+
+def statement_csv_rows(statement: StatementView) -> Iterator[list[str]]:
+    """The statement's lines as CSV rows in LINE_COLUMNS order: quantities exact (e.g. 10/7),
+    money as decimals; read row by row, so a large statement never sits in memory."""
+    status = "final" if statement.final else "provisional"
+    for line in statement_lines(statement):
+        yield [
+            f"{statement.month:%Y-%m}", statement.tenant.slug, statement.cost_centre,
+            line.gpu_model, line.offering, line.user, line.workload, str(line.quantity), line.unit,
+            "" if line.rate is None else str(line.rate), line.currency, str(line.amount),
+            statement.basis, status,
+        ]  # fmt: skip

@@ -14,10 +14,6 @@ from portal.billing.selectors import HistoryEntry, LineView, StatementView
 from portal.catalog.models import GpuModel, SharingBackend
 
 # The columns of a statement's lines, in the order the CSV writes them (README: "Chargeback").
-LINE_COLUMNS = (
-    "period", "tenant", "cost_centre", "gpu_model", "offering", "user", "workload", "quantity",
-    "unit", "rate", "currency", "amount", "basis", "status",
-)  # fmt: skip
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,61}")
 # A price: what RateCard stores (up to 10 whole digits and 4 decimals).
 PRICE_DIGITS, PRICE_DECIMALS = 14, 4
@@ -210,16 +206,6 @@ class LinePageSerializer(serializers.Serializer[Any]):
     next = serializers.URLField(allow_null=True)
     previous = serializers.URLField(allow_null=True)
     results = LineSerializer(many=True)
-
-
-def line_row(statement: StatementView, line: LineView) -> list[str]:
-    """A line as the CSV writes it, in LINE_COLUMNS order."""
-    return [
-        f"{statement.month:%Y-%m}", statement.tenant.slug, statement.cost_centre, line.gpu_model,
-        line.offering, line.user, line.workload, str(line.quantity), line.unit,
-        "" if line.rate is None else str(line.rate), line.currency, str(line.amount),
-        statement.basis, "final" if statement.final else "provisional",
-    ]  # fmt: skip
 
 
 class PeriodSerializer(serializers.ModelSerializer[Period]):

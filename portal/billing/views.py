@@ -6,8 +6,6 @@ Everyone signed in sees the rate cards. Reads go through portal.billing.selector
 through portal.billing.services; refusals are shown where the user acted, with their status.
 """
 
-import csv
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -26,12 +24,14 @@ from portal.accounts.models import User
 from portal.billing.forms import ChargebackFilterForm, PeriodReopenForm, RateCardForm
 from portal.billing.models import PeriodState, RateCard
 from portal.billing.selectors import (
+    LINE_COLUMNS,
     LineView,
     StatementView,
     current_month,
     month_of,
     periods,
     rate_cards,
+    statement_csv_rows,
     statement_for,
     statement_history,
     statement_lines,
@@ -39,6 +39,7 @@ from portal.billing.selectors import (
 )
 from portal.billing.services import period_close, period_reopen, rate_card_create
 from portal.core.errors import Conflict, PermissionDenied, ValidationFailed
+from portal.core.exports import csv_download
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
 from portal.metering.selectors import usage_watermarks
@@ -48,10 +49,6 @@ from tenants.models import Tenant
 
 # The most lines a statement's page shows; its CSV has them all.
 PAGE_LINES = 500
-CSV_COLUMNS = (
-    "period", "tenant", "cost_centre", "gpu_model", "offering", "user", "workload",
-    "quantity", "unit", "rate", "currency", "amount", "basis", "status",
-)  # fmt: skip
 
 
 def _require_reader(user: User) -> None:
@@ -270,26 +267,6 @@ def statement(request: AuthenticatedHttpRequest, statement_id: str) -> HttpRespo
     return render(request, "billing/statement.html", context)
 
 
-class _Echo:
-    """A file-like object whose write hands the line back, for streaming csv.writer's output."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def statement_csv_rows(view: StatementView) -> Iterator[list[str]]:
-    """The statement's lines as CSV rows under CSV_COLUMNS: quantities exact (e.g. 10/7), money
-    as decimals; read row by row, so a large statement never sits in memory."""
-    status = "final" if view.final else "provisional"
-    for line in statement_lines(view):
-        yield [
-            f"{view.month:%Y-%m}", view.tenant.slug, view.cost_centre, line.gpu_model,
-            line.offering, line.user, line.workload, str(line.quantity), line.unit,
-            "" if line.rate is None else f"{line.rate}", line.currency, f"{line.amount}",
-            view.basis, status,
-        ]  # fmt: skip
-
-
 @login_required
 @require_GET
 def statement_csv(request: AuthenticatedHttpRequest, statement_id: str) -> StreamingHttpResponse:
@@ -297,15 +274,7 @@ def statement_csv(request: AuthenticatedHttpRequest, statement_id: str) -> Strea
     _require_reader(request.user)
     view = statement_for(request.user, statement_id)
 
-    def rows() -> Iterator[str]:
-        writer = csv.writer(_Echo())
-        yield writer.writerow(CSV_COLUMNS)
-        for row in statement_csv_rows(view):
-            yield writer.writerow(row)
-
-    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="statement-{view.id}.csv"'
-    return response
+    return csv_download(LINE_COLUMNS, statement_csv_rows(view), filename=f"statement-{view.id}.csv")
 
 
 # Rate cards

@@ -6,8 +6,6 @@ clusters in the `Usage-Complete-Until` header (JSON and CSV alike), and in the J
 `complete_until` with the per-cluster `watermarks` beside the page.
 """
 
-import csv
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.core.errors import ValidationFailed
+from portal.core.exports import csv_download
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.pagination import PagePagination
@@ -85,13 +84,6 @@ def _header_value(moment: datetime | None) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else ""
 
 
-class _Echo:
-    """A file-like object whose write hands the line back, for streaming csv.writer's output."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
 class UsageList(GenericAPIView[Any]):
     """Usage the caller may see (a developer their own, a lead their tenants', finance and
     admins all), summed over the days from `from` to `to` and grouped by `group_by`, in group
@@ -147,17 +139,11 @@ class UsageList(GenericAPIView[Any]):
         return response
 
     def _csv(self, *, rows: list[dict[str, Any]], columns: list[str]) -> StreamingHttpResponse:
-        def lines() -> Iterator[str]:
-            writer = csv.writer(_Echo())
-            yield writer.writerow(columns)
-            for row in rows:
-                yield writer.writerow(
-                    ["" if value is None else value for value in row_values(row, columns).values()]
-                )
-
-        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="usage.csv"'
-        return response
+        values = (
+            ["" if value is None else value for value in row_values(row, columns).values()]
+            for row in rows
+        )
+        return csv_download(columns, values, filename="usage.csv")
 
 
 class UsageWindowList(ListModelMixin, GenericAPIView[UsageWindow]):
