@@ -168,7 +168,7 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     # is the running one: closing it is a conflict; reopening needs an admin and a reason.
     "billing:statements": ("get", "", (302, 404, 200, 404, 200, 200)),
     "billing:statement": ("get", "statement", (302, 404, 200, 404, 200, 200)),
-    "billing:statement-csv": ("get", "statement", (302, 404, 200, 404, 200, 200)),
+    "billing:statement-download": ("get", "statement_csv", (302, 404, 200, 404, 200, 200)),
     "billing:period-close": ("post", "period", (302, 404, 403, 404, 409, 409)),
     "billing:period-reopen": ("post", "period", (302, 404, 403, 404, 403, 400)),
     "billing:rates": ("get", "", (302, 200, 200, 200, 200, 200)),
@@ -253,6 +253,7 @@ def walk_kwargs(
         "api_token": {"pk": api_token_create(actor=developer, name="walk").token.pk},
         "directory_change": {"pk": directory_change.pk},
         "statement": {"statement_id": f"{current_month():%Y-%m}-{tenant_a.slug}"},
+        "statement_csv": {"statement_id": f"{current_month():%Y-%m}-{tenant_a.slug}", "fmt": "csv"},
         "period": {"period": f"{current_month():%Y-%m}"},
         "api_period": {"month": f"{last_month:%Y-%m}"},
         "api_statement": {"statement_id": f"{last_month:%Y-%m}-{tenant_a.slug}"},

@@ -1,6 +1,6 @@
 """Chargeback under /api/v1/ (API.md): `rate-cards/`, `statements/`, `statements/{id}/`,
-`statements/{id}/lines/` (`?format=csv` streams), `periods/` and `periods/{YYYY-MM}/close`,
-`reopen`.
+`statements/{id}/lines/` (`?format=csv` streams, `?format=xlsx`), `periods/` and
+`periods/{YYYY-MM}/close`, `reopen`.
 
 Who sees what (DOMAIN.md): everyone signed in reads the rate cards, finance and admins write
 them. Statements: finance and admins all, a lead their tenants', developers none (an empty
@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -25,6 +25,7 @@ from rest_framework.response import Response
 
 from portal.accounts.models import User
 from portal.billing import services
+from portal.billing.downloads import FORMATS, statement_download
 from portal.billing.filters import RateCardFilter
 from portal.billing.models import Period, RateCard
 from portal.billing.selectors import (
@@ -35,7 +36,6 @@ from portal.billing.selectors import (
     month_of,
     periods,
     rate_cards,
-    statement_csv_rows,
     statement_for,
     statement_history,
     statement_line_count,
@@ -58,13 +58,13 @@ from portal.billing.serializers import (
 )
 from portal.core.api import choice_param
 from portal.core.errors import NotFound, PermissionDenied
-from portal.core.exports import csv_download
+from portal.core.exports import XLSX_CONTENT_TYPE
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
 from portal.core.pagination import PagePagination
 
-LINE_FORMATS = ("json", "csv")  # xlsx: xlsxwriter is not a dependency (README)
+LINE_FORMATS = ("json", *FORMATS)
 
 PAGE_PARAMETERS = [
     OpenApiParameter("page", OpenApiTypes.INT, description="page number"),
@@ -91,9 +91,10 @@ LINE_PARAMETERS = [
         "format",
         OpenApiTypes.STR,
         enum=list(LINE_FORMATS),
-        description="csv: every line, streamed, with a header row: "
+        description="csv (streamed) or xlsx: every line, with a header row: "
         + ", ".join(LINE_COLUMNS)
-        + ". No total row: the statement's total is the sum of the amounts.",
+        + ". No total row: the statement's total is the sum of the amounts. In xlsx, quantity, "
+        "rate and amount are numbers (quantity to double precision; csv and json keep it exact).",
     ),
     *PAGE_PARAMETERS,
 ]
@@ -230,21 +231,19 @@ class StatementLines(GenericAPIView[Any]):
             (200, "text/csv"): OpenApiResponse(
                 OpenApiTypes.STR, description="format=csv: every line, with a header row"
             ),
+            (200, XLSX_CONTENT_TYPE): OpenApiResponse(
+                OpenApiTypes.BINARY, description="format=xlsx: every line, with a header row"
+            ),
         },
     )
-    def get(self, request: Request, statement_id: str) -> Response | StreamingHttpResponse:
+    def get(self, request: Request, statement_id: str) -> HttpResponseBase:
         user = api_user(request)
         fmt = choice_param(request, "format", LINE_FORMATS) or "json"
         statement = statement_for(user, statement_id)
-        if fmt == "csv":
-            return self._csv(statement)
+        if fmt in FORMATS:
+            return statement_download(statement, fmt)
         page = self.paginate_queryset(_LinePages(statement)) or []  # type: ignore[arg-type]
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-    def _csv(self, statement: StatementView) -> StreamingHttpResponse:
-        return csv_download(
-            LINE_COLUMNS, statement_csv_rows(statement), filename=f"statement-{statement.id}.csv"
-        )
 
 
 class PeriodList(ListModelMixin, GenericAPIView[Period]):

@@ -36,7 +36,8 @@ from portal.metering.models import UsageRecord
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
-# A statement's CSV, in the API and on its page alike (README, "Statement CSV columns").
+# A statement's CSV and XLSX, in the API and on its page alike (README, "Statement CSV columns").
+LINE_NUMBER_FORMATS = {"quantity": "0.000000", "rate": "0.0000", "amount": "0.00"}
 LINE_COLUMNS = (
     "period", "tenant", "cost_centre", "gpu_model", "offering", "user", "workload", "quantity",
     "unit", "rate", "currency", "amount", "basis", "status",
@@ -259,14 +260,14 @@ def periods() -> QuerySet[Period]:
     return Period.objects.all()
 
 
-def statement_csv_rows(statement: StatementView) -> Iterator[list[str]]:
-    """The statement's lines as CSV rows in LINE_COLUMNS order: quantities exact (e.g. 10/7),
-    money as decimals; read row by row, so a large statement never sits in memory."""
+def statement_rows(statement: StatementView) -> Iterator[list[object]]:
+    """The statement's lines as rows in LINE_COLUMNS order, for CSV and XLSX: quantities exact
+    Fractions (CSV writes 10/7), money Decimals, no rate as None; read row by row, so a large
+    statement never sits in memory."""
     status = "final" if statement.final else "provisional"
     for line in statement_lines(statement):
         yield [
             f"{statement.month:%Y-%m}", statement.tenant.slug, statement.cost_centre,
-            line.gpu_model, line.offering, line.user, line.workload, str(line.quantity), line.unit,
-            "" if line.rate is None else str(line.rate), line.currency, str(line.amount),
-            statement.basis, status,
+            line.gpu_model, line.offering, line.user, line.workload, line.quantity, line.unit,
+            line.rate, line.currency, line.amount, statement.basis, status,
         ]  # fmt: skip

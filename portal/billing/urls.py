@@ -8,7 +8,11 @@ app_name = "billing"
 urlpatterns = [
     path("", views.statements, name="statements"),
     path("statements/<str:statement_id>/", views.statement, name="statement"),
-    path("statements/<str:statement_id>/csv/", views.statement_csv, name="statement-csv"),
+    path(
+        "statements/<str:statement_id>/<str:fmt>/",
+        views.statement_download,
+        name="statement-download",
+    ),
     path("periods/<str:period>/close/", views.close, name="period-close"),
     path("periods/<str:period>/reopen/", views.reopen, name="period-reopen"),
     path("rates/", views.rates, name="rates"),

@@ -1,5 +1,6 @@
 """Chargeback pages: a month's statements per tenant and cost centre (finance's start page), one
-statement with its lines, history and CSV, closing and reopening a month, and the rate cards.
+statement with its lines, history and downloads (CSV, XLSX), closing and reopening a month, and
+the rate cards.
 
 Finance and admins see every tenant's statements, leads their tenants'; anyone else gets 404.
 Everyone signed in sees the rate cards. Reads go through portal.billing.selectors, writes
@@ -15,23 +16,23 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from portal.accounts.models import User
+from portal.billing import downloads
 from portal.billing.forms import ChargebackFilterForm, PeriodReopenForm, RateCardForm
 from portal.billing.models import PeriodState, RateCard
 from portal.billing.selectors import (
-    LINE_COLUMNS,
     LineView,
     StatementView,
     current_month,
     month_of,
     periods,
     rate_cards,
-    statement_csv_rows,
     statement_for,
     statement_history,
     statement_lines,
@@ -39,7 +40,6 @@ from portal.billing.selectors import (
 )
 from portal.billing.services import period_close, period_reopen, rate_card_create
 from portal.core.errors import Conflict, PermissionDenied, ValidationFailed
-from portal.core.exports import csv_download
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
 from portal.metering.selectors import usage_watermarks
@@ -269,12 +269,14 @@ def statement(request: AuthenticatedHttpRequest, statement_id: str) -> HttpRespo
 
 @login_required
 @require_GET
-def statement_csv(request: AuthenticatedHttpRequest, statement_id: str) -> StreamingHttpResponse:
-    """The statement's lines as CSV, streamed."""
+def statement_download(
+    request: AuthenticatedHttpRequest, statement_id: str, fmt: str
+) -> HttpResponseBase:
+    """The statement's lines as CSV (streamed) or XLSX."""
     _require_reader(request.user)
-    view = statement_for(request.user, statement_id)
-
-    return csv_download(LINE_COLUMNS, statement_csv_rows(view), filename=f"statement-{view.id}.csv")
+    if fmt not in downloads.FORMATS:
+        raise Http404
+    return downloads.statement_download(statement_for(request.user, statement_id), fmt)
 
 
 # Rate cards

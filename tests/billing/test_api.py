@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -34,6 +35,7 @@ from portal.metering.models import MeteringState
 from portal.metering.sources import WindowMetrics
 from tenants.models import Tenant
 from tenants.services import quota_set, tenant_create, tenant_update
+from tests.sheets import xlsx_rows
 
 API = "/api/v1/"
 TODAY = datetime.now(UTC).date()
@@ -407,6 +409,16 @@ def assert_csv_equals_json_and_sums_to_the_total(
         assert row["rate"] == (line["rate"] or "")
         assert (row["period"], row["basis"], row["status"]) == (PERIOD, "reserved", status)
     assert sum(Decimal(row["amount"]) for row in as_csv) == Decimal(total)
+    header, as_xlsx = xlsx_rows(get(client, f"statements/{statement}/lines/", format="xlsx"))
+    assert header == CSV_COLUMNS
+    assert len(as_xlsx) == len(as_csv)
+    for cells, row in zip(as_xlsx, as_csv, strict=True):
+        sheet = dict(zip(header, cells, strict=True))
+        assert Decimal(str(sheet["amount"])) == Decimal(row["amount"])
+        assert sheet["quantity"] == pytest.approx(float(Fraction(row["quantity"])))
+        assert (sheet["user"], sheet["status"]) == (row["user"], row["status"])
+    amounts = [Decimal(str(dict(zip(header, cells, strict=True))["amount"])) for cells in as_xlsx]
+    assert sum(amounts) == Decimal(total)
 
 
 def test_the_lines_as_json_and_csv_agree_and_sum_to_the_total_open_and_closed(
@@ -437,7 +449,7 @@ def test_the_lines_as_json_and_csv_agree_and_sum_to_the_total_open_and_closed(
 
 
 def test_an_unknown_line_format_is_refused(books: Books, client_for, finance_user) -> None:
-    response = get(client_for(finance_user), f"statements/{PERIOD}-vision/lines/", format="xlsx")
+    response = get(client_for(finance_user), f"statements/{PERIOD}-vision/lines/", format="pdf")
 
     assert response.status_code == 400
     assert list(response.json()["error"]["fields"]) == ["format"]

@@ -35,6 +35,7 @@ from portal.metering.models import MeteringState
 from tenants.models import MemberRole, Tenant
 from tenants.services import membership_set, quota_set, tenant_create, tenant_update
 from tests.billing.test_pricing import BEGIN, DAY, END, MONTH, NoPods
+from tests.sheets import xlsx_rows
 
 PERIOD = f"{MONTH:%Y-%m}"
 
@@ -368,7 +369,7 @@ def test_a_statement_shows_its_lines_exactly_and_rounded(client_for, month: Ledg
 
 
 @pytest.mark.parametrize("persona", ["developer", "outsider"])
-@pytest.mark.parametrize("path", ["", "csv/"])
+@pytest.mark.parametrize("path", ["", "csv/", "xlsx/"])
 def test_outsiders_do_not_find_a_statement(
     request: pytest.FixtureRequest, client_for, month: Ledger, persona: str, path: str
 ) -> None:
@@ -380,6 +381,7 @@ def test_outsiders_do_not_find_a_statement(
 def test_a_lead_does_not_find_another_tenants_statement(client_for, month: Ledger, lead) -> None:
     assert client_for(lead).get(f"/chargeback/statements/{PERIOD}-nlp/").status_code == 404
     assert client_for(lead).get("/chargeback/statements/nonsense/csv/").status_code == 404
+    assert client_for(lead).get(f"/chargeback/statements/{PERIOD}-vision/pdf/").status_code == 404
 
 
 @pytest.mark.parametrize("closed", [False, True], ids=["provisional", "final"])
@@ -404,6 +406,12 @@ def test_the_csv_adds_up_to_the_total_on_the_page(
     assert {(line["status"], line["basis"], line["currency"]) for line in lines} == {
         ("final" if closed else "provisional", "reserved", "EUR")
     }
+    header, cells = xlsx_rows(client.get(f"/chargeback/statements/{PERIOD}-vision/xlsx/"))
+    assert header == list(CSV_COLUMNS)
+    sheet = [dict(zip(header, row, strict=True)) for row in cells]
+    assert sum(Decimal(str(line["amount"])) for line in sheet) == Decimal(
+        cell(page, "total-vision")
+    )
 
 
 # Rate cards
