@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEMO_ENV := DEBUG=true PORTAL_IN_PROCESS_SCHEDULER=true PORTAL_SYNTHETIC_METRICS=true
 
-.PHONY: demo test lint format venv clean
+.PHONY: demo test bench lint format venv clean
 
 venv: $(VENV)/.installed
 
@@ -41,6 +41,11 @@ demo: venv
 #    and the whole pytest suite, stop the services. ARGS are passed to pytest.
 test: venv
 	$(PY) -m tests.harness $(ARGS)
+
+# Benchmarks (tests/bench/bench_*.py) on the same throwaway services; results in var/bench/.
+bench: venv
+	$(PY) -m tests.harness --no-lint tests/bench -o python_files='bench_*.py' \
+	  -o python_functions='bench_*' -p no:cacheprovider -q $(ARGS)
 
 lint: venv
 	$(PY) -m ruff check .
