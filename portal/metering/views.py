@@ -6,7 +6,6 @@ chart, handed to static/js/usage-charts.js through `json_script` (the same rows 
 chart, its table and the download cannot disagree. No inline script: the site's CSP forbids it.
 """
 
-import csv
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -18,6 +17,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -26,6 +26,7 @@ from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import gpu_request_for
 from portal.allocations.services import gpu_request_idle_remind, gpu_request_release
 from portal.catalog.models import GpuPool
+from portal.core.exports import csv_download
 from portal.core.http import AuthenticatedHttpRequest
 from portal.metering.idle import DEFAULT_HOURS, DEFAULT_THRESHOLD, MAX_HOURS, idle_allocations
 from portal.metering.models import GpuHealth
@@ -211,14 +212,12 @@ def totals(request: AuthenticatedHttpRequest, period: Period, **query: Any) -> l
 # Rendering: the page, or one of its tables as CSV
 
 
-def csv_response(table: Table, period: Period, prefix: str) -> HttpResponse:
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    filename = f"{prefix}-{table.name}-{period.start}-{period.end}.csv"
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    writer = csv.writer(response)
-    writer.writerow([label for _, label in table.columns])
-    writer.writerows(table.rows)
-    return response
+def csv_response(table: Table, period: Period, prefix: str) -> HttpResponseBase:
+    return csv_download(
+        [label for _, label in table.columns],
+        table.rows,
+        filename=f"{prefix}-{table.name}-{period.start}-{period.end}.csv",
+    )
 
 
 def usage_page(
@@ -229,7 +228,7 @@ def usage_page(
     tables: list[Table],
     csv_prefix: str,
     context: dict[str, Any] | None = None,
-) -> HttpResponse:
+) -> HttpResponseBase:
     if request.GET.get("format") == "csv":
         wanted = request.GET.get("table", tables[0].name if tables else "")
         table = next((table for table in tables if table.name == wanted), None)
@@ -259,7 +258,7 @@ def usage_page(
 
 
 @login_required
-def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
+def mine(request: AuthenticatedHttpRequest) -> HttpResponseBase:
     """Everyone's own usage: reserved vs used per day, and per notebook (or allocation)."""
     period = period_of(request)
     user = request.user
@@ -336,7 +335,7 @@ def idle_context(
 
 
 @login_required
-def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBase:
     """A tenant's usage per model over time, per member and per workload; idle allocations."""
     tenant = tenant_usage_for(request, slug)
     period = period_of(request, with_hours=True)
@@ -436,7 +435,7 @@ def idle_remind(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpRe
 
 
 @login_required
-def all_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
+def all_usage(request: AuthenticatedHttpRequest) -> HttpResponseBase:
     """Finance and admins: every tenant per model, per model with its pools, unattributed
     usage per namespace, usage per day; admins also GPU health."""
     if not sees_everything(request.user):

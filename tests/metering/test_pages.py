@@ -217,7 +217,7 @@ def test_the_csv_download_has_the_numbers_of_the_table(
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
     assert "attachment" in response["Content-Disposition"]
-    downloaded = list(csv.reader(io.StringIO(response.content.decode())))
+    downloaded = list(csv.reader(io.StringIO(response.getvalue().decode())))
     assert [[cell or "" for cell in row] for row in downloaded] == shown
     assert len(downloaded) > 1
 
@@ -413,7 +413,7 @@ def test_a_table_shows_its_first_rows_and_the_csv_has_them_all(
     )
 
     shown = tables_of(html)["workloads"][1:]
-    every = list(csv.reader(io.StringIO(download.content.decode())))[1:]
+    every = list(csv.reader(io.StringIO(download.getvalue().decode())))[1:]
     assert len(shown) == PAGE_ROWS
     assert len(every) > PAGE_ROWS
     assert f"The first {PAGE_ROWS} of {len(every)} rows" in html
