@@ -21,6 +21,7 @@ from django.db.models.functions import TruncDate
 from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import PriceQuote
 from portal.billing.models import Basis, RateCard
+from portal.billing.unreserved import unreserved_capacity
 from portal.catalog.models import Offering
 from portal.core.errors import Conflict
 from portal.metering.models import UsageRecord
@@ -174,6 +175,10 @@ def tenant_month_priced(
             line = lines[key] = Line(model or "", offering or "", user or "", workload, card)
         line.quantity += _quantity(measures, basis)
         line.used_gpu_hours += measures.used_gpu_hours
+    # The optional share of the capacity nobody reserved (PORTAL_CHARGE_UNRESERVED).
+    for share in unreserved_capacity(begin, end, basis=basis, rates=rates).of(tenant.pk):
+        key = ("unreserved", share.gpu_model, share.rate_card.pk if share.rate_card else None)
+        lines[key] = Line(share.gpu_model, "", "", share.workload, share.rate_card, share.quantity)
     priced = Priced(tenant, month, basis, [line for line in lines.values() if line.quantity])
     currencies = {line.currency for line in priced.lines if line.currency}
     if len(currencies) > 1:
