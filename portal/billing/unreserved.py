@@ -26,7 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from fractions import Fraction
-from typing import Protocol
+from typing import Protocol, cast
 
 from django.conf import settings
 from django.db.models.functions import TruncDate
@@ -105,7 +105,8 @@ def unreserved_capacity(
     cards: dict[tuple[int, int | None], RateCard | None] = {}
     names: dict[int, str] = {}
     capacity: dict[tuple[int, int | None], Fraction] = defaultdict(Fraction)
-    for (model_id, name, day), gpu_hours in present.items():
+    for group, gpu_hours in present.items():
+        model_id, name, day = cast("tuple[int, str, date]", group)
         card = rates.rate_for(model_id, None, day)
         key = (model_id, card.pk if card else None)
         cards[key], names[model_id] = card, name
@@ -114,7 +115,8 @@ def unreserved_capacity(
     tenants: dict[int, dict[tuple[int, int | None], Fraction]] = defaultdict(
         lambda: defaultdict(Fraction)
     )
-    for (tenant_id, model_id, day), measures in usage.items():
+    for group, measures in usage.items():
+        tenant_id, model_id, day = cast("tuple[int, int, date]", group)
         if model_id not in names:
             continue  # no capacity of the model was seen: nothing to share
         card = rates.rate_for(model_id, None, day)

@@ -21,9 +21,9 @@ no Prometheus: `queries` is 0.
 
 import hashlib
 import re
+from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
-from collections import defaultdict
 from decimal import Decimal
 from fractions import Fraction
 

@@ -34,10 +34,20 @@ A100, H100, OTHER = "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA Qu
 def story() -> History:
     history = History(interval=30)
 
-    def gpu(uuid: str, start: datetime, end: datetime, *, pod: str = "", model: str = A100,
-            **mig: str) -> None:  # fmt: skip
-        history.gpu(namespace="t-vision" if pod else "", pod=pod, uuid=uuid, start=start,
-                    end=end, util_percent=10, model_name=model, **mig)  # fmt: skip
+    def gpu(
+        uuid: str,
+        start: datetime,
+        end: datetime,
+        *,
+        pod: str = "",
+        model: str = A100,
+        mig_instance: str = "",
+        mig_profile: str = "",
+    ) -> None:
+        history.gpu(
+            namespace="t-vision" if pod else "", pod=pod, uuid=uuid, start=start, end=end,
+            util_percent=10, model_name=model, mig_instance=mig_instance, mig_profile=mig_profile,
+        )  # fmt: skip
 
     gpu("GPU-1", T0 - 30 * M, T0 + 20 * M, pod="seq-a")
     gpu("GPU-1", T0 + 20 * M, T0 + 40 * M)

@@ -5,29 +5,67 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('catalog', '0004_notebook_image'),
-        ('cluster', '0004_cluster_metrics_interval_seconds_and_more'),
-        ('metering', '0001_initial'),
+        ("catalog", "0004_notebook_image"),
+        ("cluster", "0004_cluster_metrics_interval_seconds_and_more"),
+        ("metering", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='UsageCapacity',
+            name="UsageCapacity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hour', models.DateTimeField()),
-                ('model_name', models.CharField(help_text="The DCGM exporter's modelName", max_length=100)),
-                ('gpu_hours_num', models.BigIntegerField(default=0)),
-                ('gpu_hours_den', models.BigIntegerField(default=1)),
-                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='cluster.cluster')),
-                ('gpu_model', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='catalog.gpumodel')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("hour", models.DateTimeField()),
+                (
+                    "model_name",
+                    models.CharField(help_text="The DCGM exporter's modelName", max_length=100),
+                ),
+                ("gpu_hours_num", models.BigIntegerField(default=0)),
+                ("gpu_hours_den", models.BigIntegerField(default=1)),
+                (
+                    "cluster",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="cluster.cluster",
+                    ),
+                ),
+                (
+                    "gpu_model",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="catalog.gpumodel",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['hour', 'cluster', 'model_name'],
-                'indexes': [models.Index(fields=['cluster', 'hour'], name='metering_us_cluster_cc9c51_idx'), models.Index(fields=['hour'], name='metering_us_hour_0e2dc7_idx')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('gpu_hours_num__gte', 0)), name='usagecapacity_gpu_hours_not_negative'), models.CheckConstraint(condition=models.Q(('gpu_hours_den__gt', 0)), name='usagecapacity_gpu_hours_den_positive'), models.UniqueConstraint(fields=('cluster', 'hour', 'model_name'), name='usage_capacity_unique')],
+                "ordering": ["hour", "cluster", "model_name"],
+                "indexes": [
+                    models.Index(fields=["cluster", "hour"], name="metering_us_cluster_cc9c51_idx"),
+                    models.Index(fields=["hour"], name="metering_us_hour_0e2dc7_idx"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("gpu_hours_num__gte", 0)),
+                        name="usagecapacity_gpu_hours_not_negative",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("gpu_hours_den__gt", 0)),
+                        name="usagecapacity_gpu_hours_den_positive",
+                    ),
+                    models.UniqueConstraint(
+                        fields=("cluster", "hour", "model_name"), name="usage_capacity_unique"
+                    ),
+                ],
             },
         ),
     ]
