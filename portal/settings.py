@@ -254,6 +254,9 @@ if PORTAL_CHARGE_BASIS not in ("reserved", "requested", "used"):
     raise ImproperlyConfigured(
         f"PORTAL_CHARGE_BASIS must be reserved, requested or used, not {PORTAL_CHARGE_BASIS!r}"
     )
+# An extra line per GPU model on each statement: the cluster capacity nobody reserved (requested,
+# used), shared out in proportion to each tenant's quantity (billing/unreserved.py).
+PORTAL_CHARGE_UNRESERVED = env.flag("PORTAL_CHARGE_UNRESERVED", default=False)
 CELERY_BEAT_SCHEDULE |= {
     "collect-usage": {
         "task": "portal.metering.tasks.collect_usage",

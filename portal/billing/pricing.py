@@ -5,7 +5,9 @@ charge basis over the month's hours (reserved or requested GPU-eq-hours, exact f
 used GPU-hours), split by the rate card in effect on each day (a price that changes mid-month
 gives two lines). Its amount is quantity x rate rounded once, half up, to the cent; a
 statement's total is the sum of its rounded lines. Usage with no rate card (a model nobody
-priced, or usage of no known model) is listed at no charge, with no rate.
+priced, or usage of no known model) is listed at no charge, with no rate. With
+PORTAL_CHARGE_UNRESERVED on, a line per GPU model (and rate card) shares out the capacity nobody
+reserved (unreserved.py).
 """
 
 from bisect import bisect_right
@@ -21,6 +23,7 @@ from django.db.models.functions import TruncDate
 from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import PriceQuote
 from portal.billing.models import Basis, RateCard
+from portal.billing.unreserved import unreserved_capacity
 from portal.catalog.models import Offering
 from portal.core.errors import Conflict
 from portal.metering.models import UsageRecord
@@ -174,6 +177,11 @@ def tenant_month_priced(
             line = lines[key] = Line(model or "", offering or "", user or "", workload, card)
         line.quantity += _quantity(measures, basis)
         line.used_gpu_hours += measures.used_gpu_hours
+    # The optional share of the capacity nobody reserved (PORTAL_CHARGE_UNRESERVED).
+    for share in unreserved_capacity(begin, end, basis=basis, rates=rates).of(tenant.pk):
+        card_pk = share.rate_card.pk if share.rate_card else None
+        line = Line(share.gpu_model, "", "", share.workload, share.rate_card, share.quantity)
+        lines[(line.gpu_model, "", "", line.workload, card_pk)] = line
     priced = Priced(tenant, month, basis, [line for line in lines.values() if line.quantity])
     currencies = {line.currency for line in priced.lines if line.currency}
     if len(currencies) > 1:

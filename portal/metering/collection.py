@@ -50,6 +50,7 @@ from portal.metering.models import (
     GpuHealth,
     Measures,
     MeteringState,
+    UsageCapacity,
     UsageDaily,
     UsageRecord,
     UsageWindow,
@@ -170,7 +171,9 @@ def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> 
         )
         logger.warning("metering %s %s failed: %s", cluster.name, start.isoformat(), error)
         raise
-    records = Attribution(cluster, start).records(metrics)
+    attribution = Attribution(cluster, start)
+    records = attribution.records(metrics)
+    capacity = attribution.capacity(metrics)
     with transaction.atomic():
         # One writer per cluster at a time: the day's rollup is summed from every hour of the
         # day, which another window's uncommitted rows would leave out.
@@ -178,7 +181,9 @@ def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> 
         window = UsageWindow.objects.select_for_update().get(pk=window.pk)
         UsageRecord.objects.filter(cluster=cluster, hour=start).delete()
         GpuHealth.objects.filter(cluster=cluster, hour=start).delete()
+        UsageCapacity.objects.filter(cluster=cluster, hour=start).delete()
         UsageRecord.objects.bulk_create(records, batch_size=2000)
+        UsageCapacity.objects.bulk_create(capacity)
         GpuHealth.objects.bulk_create(
             GpuHealth(
                 cluster=cluster,
@@ -333,6 +338,28 @@ class Attribution:
             records.append(record)
         return records
 
+    def capacity(self, metrics: WindowMetrics) -> list[UsageCapacity]:
+        """The window's GPU-hours per model, mapped to the catalog's models as usage is."""
+        hours: dict[str, Fraction] = defaultdict(Fraction)
+        for present in metrics.capacity:
+            hours[present.model_name[:100]] += present.gpu_hours
+        rows = []
+        for model_name, gpu_hours in sorted(hours.items()):
+            row = UsageCapacity(
+                cluster=self.cluster,
+                hour=self.start,
+                gpu_model_id=self._model_id(model_name),
+                model_name=model_name,
+            )
+            row.gpu_hours = gpu_hours
+            rows.append(row)
+        return rows
+
+    def _model_id(self, device_name: str) -> int | None:
+        """The catalog's model of the DCGM exporter's `modelName` ("NVIDIA A100-SXM4-80GB" is
+        the model whose node label is NVIDIA-A100-SXM4-80GB)."""
+        return self.models_by_device_name.get(device_name.replace("-", " ").lower())
+
     # reserved, from the ledger
 
     def _reserved(self) -> None:
@@ -451,7 +478,7 @@ class Attribution:
         # several models share (nvidia.com/gpu) means, for requested and used hours alike.
         seen: dict[tuple[str, str], int] = {}
         for use in metrics.devices:
-            model_id = self.models_by_device_name.get(use.model_name.replace("-", " ").lower())
+            model_id = self._model_id(use.model_name)
             if model_id is not None:
                 seen.setdefault((use.namespace, use.pod), model_id)
         held: dict[tuple[str, str], tuple[Key, Fraction]] = {}
@@ -515,9 +542,7 @@ class Attribution:
                 pod = (use.namespace, use.pod)
                 key = held[pod][0] if pod in held else self.pod_keys[pod]
                 if key.gpu_model_id is None:
-                    model_id = self.models_by_device_name.get(
-                        use.model_name.replace("-", " ").lower()
-                    )
+                    model_id = self._model_id(use.model_name)
                     key = Key(**{**key.__dict__, "gpu_model_id": model_id})
                 measures = self.totals[key]
                 share = shares.get(pod, Decimal(1))

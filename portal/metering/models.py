@@ -237,6 +237,35 @@ class GpuHealth(models.Model):
         return f"{self.node} {self.gpu_uuid} XID {self.last_xid}"
 
 
+class UsageCapacity(models.Model):
+    """The GPUs of one model one cluster had during an hour, in GPU-hours (whole GPUs: a
+    MIG-partitioned or time-sliced GPU is one), as the DCGM exporter reported them; exact.
+    Written with the hour's usage records and rewritten with them. What unreserved capacity is
+    measured against (billing's optional "unreserved capacity" line)."""
+
+    cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
+    hour = models.DateTimeField()
+    gpu_model = models.ForeignKey(
+        "catalog.GpuModel", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    model_name = models.CharField(max_length=100, help_text="The DCGM exporter's modelName")
+    gpu_hours_num, gpu_hours_den = gpu_eq_columns("gpu_hours")
+    gpu_hours = gpu_eq_property("gpu_hours")
+
+    class Meta:
+        ordering = ["hour", "cluster", "model_name"]
+        indexes = [models.Index(fields=["cluster", "hour"]), models.Index(fields=["hour"])]
+        constraints = [
+            *gpu_eq_constraints("gpu_hours", model="usagecapacity"),
+            models.UniqueConstraint(
+                fields=["cluster", "hour", "model_name"], name="usage_capacity_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H:00} {self.model_name}: {self.gpu_hours}"
+
+
 def _visible_usage(
     records: models.QuerySet[UsageRecord], user: User
 ) -> models.QuerySet[UsageRecord]:

@@ -16,7 +16,15 @@ samples times the interval is an integral over time:
   `sum_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[1h])` (a ratio; MIG instances report only this),
   by device, MIG instance and pod;
 - memory: `sum_over_time(DCGM_FI_DEV_FB_USED[1h])` (MiB) by the same labels;
-- health: `max_over_time(DCGM_FI_DEV_XID_ERRORS[1h]) > 0` by node and GPU.
+- health: `max_over_time(DCGM_FI_DEV_XID_ERRORS[1h]) > 0` by node and GPU;
+- capacity: the GPU-hours of each model present in the window, whatever they were doing. Each
+  physical GPU (one `Hostname`, `gpu`, `UUID`: a MIG-partitioned or time-sliced GPU, with a
+  series per instance or pod, is still one GPU) counts for each scrape interval in which the
+  DCGM exporter reported it, found by a subquery stepping through the window one interval at a
+  time: `sum by (modelName) (count_over_time((count by (Hostname, gpu, UUID, modelName)
+  (count_over_time(DCGM_FI_DEV_FB_USED[<interval>] offset 1ms)))[1h:<interval>]))`, evaluated
+  one interval after the window's last millisecond so that its steps (aligned to multiples of
+  the interval) end on the window's end and each looks back over one interval inside it.
 """
 
 import re
@@ -24,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 from typing import Protocol
 
 from portal.metering.prometheus import PrometheusError, PrometheusGateway, Sample
@@ -81,12 +90,22 @@ class XidReport:
     last_xid: int
 
 
+@dataclass(frozen=True)
+class GpuCapacity:
+    """GPUs of one model (the DCGM exporter's `modelName`) present during the window, in
+    GPU-hours: 8 GPUs reporting all hour are 8; one that left after 15 minutes adds 1/4."""
+
+    model_name: str
+    gpu_hours: Fraction
+
+
 @dataclass
 class WindowMetrics:
     requests: list[PodRequest] = field(default_factory=list)
     running: list[PodRunning] = field(default_factory=list)
     devices: list[DeviceUse] = field(default_factory=list)
     xids: list[XidReport] = field(default_factory=list)
+    capacity: list[GpuCapacity] = field(default_factory=list)
     queries: int = 0
 
 
@@ -107,11 +126,12 @@ def _key(sample: Sample, *names: str) -> tuple[str, ...]:
 
 
 class PrometheusSource:
-    """A cluster's Prometheus: six queries per window."""
+    """A cluster's Prometheus: seven queries per window."""
 
     def __init__(self, gateway: PrometheusGateway, *, interval_seconds: int) -> None:
         self.gateway = gateway
         self.interval = Decimal(interval_seconds)
+        self.interval_seconds = max(interval_seconds, 1)
 
     def _query(self, metrics: WindowMetrics, promql: str, at: datetime) -> list[Sample]:
         metrics.queries += 1
@@ -186,4 +206,26 @@ class PrometheusSource:
         ):
             node, uuid, model_name = _key(sample, "Hostname", "UUID", "modelName")
             metrics.xids.append(XidReport(node, uuid, model_name, int(sample.value)))
+        metrics.capacity = self._capacity(metrics, start)
         return metrics
+
+    def _capacity(self, metrics: WindowMetrics, start: datetime) -> list[GpuCapacity]:
+        """GPU-hours of each model present in the window (module docstring, "capacity")."""
+        step = self.interval_seconds
+        gpus = (
+            "count by (Hostname, gpu, UUID, modelName) "
+            f"(count_over_time(DCGM_FI_DEV_FB_USED[{step}s] offset 1ms))"
+        )
+        promql = (
+            f"sum by (modelName) (count_over_time(({gpus})"
+            f"[{int(WINDOW.total_seconds())}s:{step}s]))"
+        )
+        at = start + WINDOW + timedelta(seconds=step, milliseconds=-1)
+        capacity = []
+        for sample in self._query(metrics, promql, at):
+            (model_name,) = _key(sample, "modelName")
+            steps = int(sample.value)
+            if steps > 0:
+                # Each step stands for one scrape interval, as each sample does for used hours.
+                capacity.append(GpuCapacity(model_name, Fraction(steps * step, 3600)))
+        return capacity

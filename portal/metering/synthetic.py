@@ -12,7 +12,8 @@ serves, and answers as kube-state-metrics and the DCGM exporter would:
   idle allocations a lead wants to see); a time-sliced or memory-sliced share is busy in
   proportion to its share; memory in use follows utilisation;
 - a platform namespace the portal does not manage (`ml-platform`) keeps one GPU busy, so the
-  pages have unattributed usage, and now and then a GPU reports an XID error.
+  pages have unattributed usage, and now and then a GPU reports an XID error;
+- the cluster's GPUs are its pools' nodes x GPUs per node, present the whole hour (capacity).
 
 The same window always gives the same numbers (sha256, not Python's salted `hash`), and it asks
 no Prometheus: `queries` is 0.
@@ -20,9 +21,11 @@ no Prometheus: `queries` is 0.
 
 import hashlib
 import re
+from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
+from fractions import Fraction
 
 from django.db.models import Q
 
@@ -32,6 +35,7 @@ from portal.cluster.models import Cluster
 from portal.metering.sources import (
     WINDOW,
     DeviceUse,
+    GpuCapacity,
     PodRequest,
     PodRunning,
     WindowMetrics,
@@ -103,7 +107,15 @@ class SyntheticSource:
                 wanted=wanted,
             )
         self._platform(metrics, start, wanted)
+        metrics.capacity = self._capacity()
         return metrics
+
+    def _capacity(self) -> list[GpuCapacity]:
+        """Every GPU of the cluster's pools, the whole hour, by the exporter's model name."""
+        gpus: dict[str, int] = defaultdict(int)
+        for pool in GpuPool.objects.filter(cluster=self.cluster.name).select_related("gpu_model"):
+            gpus[_device_name(pool.gpu_model)] += pool.node_count * pool.gpus_per_node
+        return [GpuCapacity(name, Fraction(count)) for name, count in sorted(gpus.items()) if count]
 
     def _pods(self, start: datetime, end: datetime) -> list[tuple[str, str, GpuRequest]]:
         """(namespace, pod, allocation) of every pod that ran in the window."""

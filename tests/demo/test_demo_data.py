@@ -9,7 +9,7 @@ from portal.accounts.models import User
 from portal.allocations.models import GpuRequest
 from portal.billing.models import Period, RateCard, Statement
 from portal.demo.management.commands.demo_data import DEMO_PASSWORD
-from portal.metering.models import MeteringState, UsageRecord, UsageWindow
+from portal.metering.models import MeteringState, UsageCapacity, UsageRecord, UsageWindow
 from portal.metering.selectors import UsageQuery, usage_totals
 from portal.workloads.models import Notebook
 from tenants.models import Membership, Tenant
@@ -67,6 +67,12 @@ def test_demo_data_loads_weeks_of_synthetic_usage_once(db) -> None:
     assert {row["offering"] for row in first} >= {"a100-80gb-mig-1g-10gb", "t4-time-slicing-1-4"}
     assert not UsageWindow.objects.exclude(state="done").exists()
     assert set(UsageWindow.objects.values_list("queries", flat=True)) == {0}
+    # Capacity, every hour: the demo pools' GPUs (A100 2 pools x 2 nodes x 8, H100 8, T4 4 x 4).
+    capacity = UsageCapacity.objects.values_list(
+        "gpu_model__slug", "gpu_hours_num", "gpu_hours_den"
+    )
+    assert set(capacity) == {("a100-80gb", 32, 1), ("h100-80gb", 8, 1), ("t4", 16, 1)}
+    assert UsageCapacity.objects.count() == 3 * UsageWindow.objects.count()
     # Chargeback: prices, last month closed by finance with priced statements, this month open.
     this_month = datetime.now(UTC).date().replace(day=1)
     last_month = (this_month - timedelta(days=1)).replace(day=1)

@@ -3,6 +3,7 @@ collected into usage by the real collection code."""
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
@@ -12,7 +13,7 @@ from portal.catalog.models import GpuPool, Offering, SharingBackend
 from portal.catalog.services import gpu_pool_create
 from portal.cluster.services import cluster_create
 from portal.metering.collection import _resource_labels, hour_floor, metering_begin, window_collect
-from portal.metering.models import UsageRecord
+from portal.metering.models import UsageCapacity, UsageRecord
 from portal.metering.synthetic import PLATFORM_NAMESPACE, SyntheticSource, utilisation
 from portal.workloads.models import Notebook
 from portal.workloads.services import notebook_launch
@@ -128,3 +129,17 @@ def test_collection_attributes_the_synthetic_window(demo_like) -> None:
     assert UsageRecord.objects.filter(
         cluster=cluster, hour=start, tenant=None, namespace=PLATFORM_NAMESPACE
     ).exists()
+
+
+def test_the_cluster_has_its_pools_gpus_all_hour(demo_like) -> None:
+    cluster, _, slice_, _ = demo_like
+    start = hour_floor(slice_.starts_at)
+    metering_begin(cluster=cluster, at=start, demo=True)
+
+    window_collect(cluster, start, SyntheticSource(cluster))
+
+    # Two pools of one node with 8 A100s each, MIG-partitioned or not: 16 GPU-hours.
+    assert [
+        (row.model_name, row.gpu_model, row.gpu_hours)
+        for row in UsageCapacity.objects.filter(cluster=cluster, hour=start)
+    ] == [("NVIDIA A100-SXM4-80GB", Offering.objects.get(slug=MIG).gpu_model, Fraction(16))]
