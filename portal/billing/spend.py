@@ -65,10 +65,10 @@ def months_between(first: date, last: date) -> list[date]:
     return [shift(first, offset) for offset in range(count)]
 
 
-def spend_range(first_text: str | None, last_text: str | None, *, default_last: date) -> tuple[
-    date, date
-]:
-    """The months `from`–`to` (YYYY-MM, inclusive): by default the CHART_MONTHS months up to
+def spend_range(
+    first_text: str | None, last_text: str | None, *, default_last: date
+) -> tuple[date, date]:
+    """The months `from` to `to` (YYYY-MM, inclusive): by default the CHART_MONTHS months up to
     `default_last`; ValidationFailed naming the field for a bad month, an end before the start
     or more than MAX_MONTHS months."""
     last = month_of(last_text, field="to") if last_text else default_last
@@ -87,8 +87,8 @@ def _round(amount: Decimal) -> Decimal:
 def _rollup_priced(
     months: list[date], *, basis: str, tenants_filter: Q
 ) -> dict[tuple[date, int], dict[str, Decimal]]:
-    """(month, tenant id) -> currency -> exact amount, from the daily rollup of `months`: one
-    grouped query, the rate cards and the offerings' backends."""
+    """(month, tenant id) -> currency -> exact amount (no currency: nothing priced), from the
+    daily rollup of `months`: one grouped query, the rate cards and the offerings' backends."""
     if not months:
         return {}
     days = Q()
@@ -112,6 +112,7 @@ def _rollup_priced(
         lambda: defaultdict(Fraction)
     )
     for (tenant_id, day, model_id, offering_id), measures in sums.items():
+        by_rate = quantities[(day.replace(day=1), tenant_id)]  # a tenant with usage has a row
         card = rates.rate_for(model_id, backends.get(offering_id), day)
         if card is None:
             continue  # no price: no charge, as on the statement
@@ -121,9 +122,7 @@ def _rollup_priced(
             quantity = Fraction(measures.requested)
         else:
             quantity = Fraction(measures.used_gpu_hours)
-        quantities[(day.replace(day=1), tenant_id)][
-            (card.currency, card.price_per_gpu_eq_hour)
-        ] += quantity
+        by_rate[(card.currency, card.price_per_gpu_eq_hour)] += quantity
     amounts: dict[tuple[date, int], dict[str, Decimal]] = {}
     with localcontext() as context:
         context.prec = 50
@@ -190,17 +189,20 @@ def spend_for(
     named = Tenant.objects.in_bulk({tenant_id for _, tenant_id in priced}) if priced else {}
     for (month, tenant_id), per_currency in priced.items():
         tenant = named[tenant_id]
+        currency, total, problem = "", Decimal("0.00"), ""
         if len(per_currency) > 1:
             problem = (
                 f"The rate cards for {tenant.slug} in {month:%Y-%m} are in "
                 f"{' and '.join(sorted(per_currency))}: one statement takes one currency."
             )
-            rows.append(
-                SpendRow(month, tenant, tenant.cost_centre, "", Decimal("0.00"), False, problem)
+        elif per_currency:  # nothing priced (no rate card): no currency, no charge
+            [(currency, amount)] = per_currency.items()
+            total = _round(amount)
+        rows.append(
+            SpendRow(
+                month, tenant, tenant.cost_centre, currency, total, final=False, problem=problem
             )
-            continue
-        [(currency, amount)] = per_currency.items()
-        rows.append(SpendRow(month, tenant, tenant.cost_centre, currency, _round(amount), False))
+        )
     if cost_centre is not None:
         rows = [row for row in rows if row.cost_centre == cost_centre]
     rows.sort(key=lambda row: (row.month, row.tenant.slug))

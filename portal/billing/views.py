@@ -6,6 +6,7 @@ Everyone signed in sees the rate cards. Reads go through portal.billing.selector
 through portal.billing.services; refusals are shown where the user acted, with their status.
 """
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -191,7 +192,7 @@ def _spend_context(user: User, month: date, cost_centre: str) -> dict[str, Any]:
         "spend_first": f"{first:%Y-%m}",
         "spend_charts": charts,
         "spend_problems": [row for row in spend.rows if row.problem],
-        "chart_data": {"tables": [chart.as_data() for chart in charts]},
+        "chart_json": json.dumps({"tables": [chart.as_data() for chart in charts]}),
     }
 
 

@@ -1,5 +1,6 @@
 /* Usage charts: draws each chart of a usage page (and the chargeback page's spend) with uPlot (static/vendor) from the data the
- * page hands over in <script type="application/json" id="usage-data"> (Django's json_script).
+ * page hands over in <script type="application/json" id="usage-data"> (Django's json_script),
+ * or in the data-json attribute of the element with that id.
  * The data are the rows of the table beside the chart, so both show the same numbers.
  * No inline script and no eval: the site's Content-Security-Policy allows neither. */
 (function () {
@@ -140,9 +141,11 @@
   }
 
   function drawAll() {
+    // A <script type="application/json"> (json_script), or an element with the JSON in its
+    // data-json attribute where htmx swaps the page part in (htmx drops swapped-in scripts).
     var source = document.getElementById("usage-data");
     if (!source || typeof uPlot === "undefined") { return; }
-    var data = JSON.parse(source.textContent);
+    var data = JSON.parse(source.tagName === "SCRIPT" ? source.textContent : source.dataset.json);
     data.tables.forEach(function (table) {
       var container = document.querySelector('[data-chart="' + table.name + '"]');
       if (!container || !table.rows.length || container.getAttribute("data-drawn")) { return; }

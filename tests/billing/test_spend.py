@@ -11,6 +11,7 @@ import json
 import re
 from datetime import date
 from decimal import Decimal
+from html import unescape
 from typing import Any
 
 import pytest
@@ -23,15 +24,9 @@ from portal.billing.services import period_close, period_reopen, rate_card_creat
 from portal.billing.spend import OTHER, Spend, SpendRow, shift, spend_charts, spend_for
 from portal.catalog.models import GpuModel, SharingBackend
 from tenants.models import Tenant
-from tests.billing.test_pages import (  # noqa: F401  (fixtures)
-    BEGIN,
-    DAY,
-    MONTH,
-    PERIOD,
-    Ledger,
-    ledger,
-    month,
-)
+from tenants.services import quota_set
+from tests.billing.test_pages import PERIOD, Ledger, ledger, month  # noqa: F401  (fixtures)
+from tests.billing.test_pricing import BEGIN, DAY, MONTH
 
 API = "/api/v1/spend/"
 MIG = "a100-80gb-mig-1g-10gb"
@@ -49,16 +44,19 @@ def totals_of(answer: dict[str, Any]) -> dict[tuple[str, str], str]:
 
 
 def chart_data(html: str) -> dict[str, Any]:
-    match = re.search(r'<script id="usage-data" type="application/json">(.*?)</script>', html, re.S)
+    match = re.search(r'<div id="usage-data" data-json="([^"]*)" hidden>', html)
     assert match, "no chart data"
-    return json.loads(match.group(1))
+    data: dict[str, Any] = json.loads(unescape(match.group(1)))
+    return data
 
 
 # Closed months: the statements' totals
 
 
 def test_a_closed_month_charts_its_statements_totals(
-    client_for, month: Ledger, finance_user: User
+    client_for,
+    month: Ledger,  # noqa: F811  (the fixture)
+    finance_user: User,
 ) -> None:
     period_close(actor=finance_user, month=MONTH)
     statements = {view.tenant.slug: view.total for view in statements_for(finance_user, MONTH)}
@@ -90,7 +88,10 @@ def test_a_closed_month_charts_its_statements_totals(
 
 
 def test_an_open_month_is_its_exact_price_rounded_once_and_becomes_the_statement_once_closed(
-    client_for, ledger: Ledger, finance_user: User, admin_user: User
+    client_for,
+    ledger: Ledger,  # noqa: F811  (the fixture)
+    finance_user: User,
+    admin_user: User,
 ) -> None:
     # Two users' 1/7 slices for an hour each at 2.00: each statement line is 1/7 x 2.00 = 0.29
     # (rounded), the statement 0.58; the month's exact price is 4/7 = 0.5714..., charted 0.57.
@@ -125,7 +126,8 @@ def test_an_open_month_is_its_exact_price_rounded_once_and_becomes_the_statement
 
 
 def test_open_months_equal_the_statements_when_every_line_is_in_whole_cents(
-    month: Ledger, finance_user: User
+    month: Ledger,  # noqa: F811  (the fixture)
+    finance_user: User,
 ) -> None:
     statements = {view.tenant.slug: view.total for view in statements_for(finance_user, MONTH)}
     rows = spend_for(finance_user, shift(MONTH, -11), MONTH).rows
@@ -135,7 +137,9 @@ def test_open_months_equal_the_statements_when_every_line_is_in_whole_cents(
 
 
 def test_a_tenant_whose_rates_mix_currencies_is_not_charted_but_named(
-    client_for, ledger: Ledger, finance_user: User
+    client_for,
+    ledger: Ledger,  # noqa: F811  (the fixture)
+    finance_user: User,
 ) -> None:
     vision, member = ledger.tenant("vision", "CC-4100")
     nlp, other = ledger.tenant("nlp", "CC-4200")
@@ -159,16 +163,36 @@ def test_a_tenant_whose_rates_mix_currencies_is_not_charted_but_named(
     assert re.search(r'data-testid="spend-problem">Not charted: .*vision.*EUR and USD', html)
 
 
+def test_usage_no_rate_card_prices_is_a_row_at_no_charge_as_on_the_statement(
+    ledger: Ledger,  # noqa: F811  (the fixture)
+    finance_user: User,
+    admin_user: User,
+) -> None:
+    tenant, member = ledger.tenant("vision", "CC-4100")
+    h100 = GpuModel.objects.get(slug="h100-80gb")
+    quota_set(actor=admin_user, tenant=tenant, gpu_model=h100, gpu_eq=8)
+    ledger.allocate(tenant, member, "h100-80gb-whole", BEGIN + DAY, 3)  # no H100 card
+    ledger.collect()
+
+    [statement] = statements_for(finance_user, MONTH)
+    [row] = spend_for(finance_user, MONTH, MONTH).rows
+
+    assert (statement.total, statement.currency) == (Decimal("0.00"), "")
+    assert (row.tenant, row.total, row.currency, row.problem) == (tenant, Decimal("0.00"), "", "")
+    assert spend_charts(spend_for(finance_user, MONTH, MONTH)) == []
+
+
 # The chart's series: the biggest tenants, the others summed; a chart per currency
 
 
-def rows_of(totals: dict[str, tuple[str, str]], months: list[date]) -> list[SpendRow]:
-    rows = []
-    for slug, (total, currency) in totals.items():
-        tenant = Tenant(slug=slug, name=slug.upper(), cost_centre="CC")
-        for month in months:
-            rows.append(SpendRow(month, tenant, "CC", currency, Decimal(total), final=True))
-    return rows
+def rows_of(
+    totals: dict[str, tuple[str, str]], months: list[date], *, final: bool = True
+) -> list[SpendRow]:
+    return [
+        SpendRow(first, Tenant(slug=slug, name=slug.upper()), "CC", currency, Decimal(total), final)
+        for slug, (total, currency) in totals.items()
+        for first in months
+    ]
 
 
 def test_the_chart_shows_the_biggest_tenants_and_sums_the_others() -> None:
@@ -214,7 +238,11 @@ def test_tenants_in_two_currencies_get_a_chart_each() -> None:
     ],
 )
 def test_each_persona_sees_the_spend_of_the_statements_it_may(
-    request: pytest.FixtureRequest, client_for, month: Ledger, persona: str, expected: list[str]
+    request: pytest.FixtureRequest,
+    client_for,
+    month: Ledger,  # noqa: F811  (the fixture)
+    persona: str,
+    expected: list[str],
 ) -> None:
     client = client_for(request.getfixturevalue(persona))
 
@@ -237,7 +265,11 @@ def test_each_persona_sees_the_spend_of_the_statements_it_may(
     [("developer", 404), ("outsider", 404), ("lead", 404), ("finance_user", 200)],
 )
 def test_a_named_tenant_the_caller_may_not_see_is_not_found(
-    request: pytest.FixtureRequest, client_for, month: Ledger, persona: str, status: int
+    request: pytest.FixtureRequest,
+    client_for,
+    month: Ledger,  # noqa: F811  (the fixture)
+    persona: str,
+    status: int,
 ) -> None:
     response = client_for(request.getfixturevalue(persona)).get(API, {"tenant": "nlp"})
 
@@ -269,7 +301,11 @@ def test_bad_ranges_are_refused_naming_the_field(
     assert field in response.json()["error"]["fields"]
 
 
-def test_a_cost_centre_narrows_the_spend(client_for, month: Ledger, finance_user: User) -> None:
+def test_a_cost_centre_narrows_the_spend(
+    client_for,
+    month: Ledger,  # noqa: F811  (the fixture)
+    finance_user: User,
+) -> None:
     answer = spend(client_for(finance_user), cost_centre="CC-4200")
     html = client_for(finance_user).get(f"/chargeback/?period={PERIOD}&cost_centre=CC-4200").text
 
@@ -278,7 +314,9 @@ def test_a_cost_centre_narrows_the_spend(client_for, month: Ledger, finance_user
 
 
 def test_an_htmx_month_change_brings_the_chart_data_with_it(
-    client_for, month: Ledger, finance_user: User
+    client_for,
+    month: Ledger,  # noqa: F811  (the fixture)
+    finance_user: User,
 ) -> None:
     response = client_for(finance_user).get(
         f"/chargeback/?period={PERIOD}", headers={"HX-Request": "true"}
@@ -314,7 +352,11 @@ SPEND_QUERIES = 7
 
 @pytest.mark.parametrize("tenants", [3, 30])
 def test_open_month_pages_and_lists_take_a_bounded_number_of_queries(
-    client_for, ledger: Ledger, finance_user: User, django_assert_max_num_queries, tenants: int
+    client_for,
+    ledger: Ledger,  # noqa: F811  (the fixture)
+    finance_user: User,
+    django_assert_max_num_queries,
+    tenants: int,
 ) -> None:
     for index in range(tenants):
         tenant, member = ledger.tenant(f"team-{index:02d}", f"CC-{index % 4}")
