@@ -17,12 +17,12 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from portal.billing.api import PAGE_PARAMETERS
 from portal.billing.models import Basis
 from portal.billing.selectors import current_month
 from portal.billing.serializers import MonthField
 from portal.billing.spend import CHART_MONTHS, MAX_MONTHS, Spend, SpendRow, spend_for, spend_range
 from portal.core.http import api_user
-from portal.core.pagination import PagePagination
 
 
 class SpendQuerySerializer(serializers.Serializer[Any]):
@@ -130,12 +130,7 @@ class SpendList(GenericAPIView[Any]):
                 "statements",
             ),
             OpenApiParameter("cost_centre", OpenApiTypes.STR, description="only this cost centre"),
-            OpenApiParameter("page", OpenApiTypes.INT, description="page number"),
-            OpenApiParameter(
-                "page_size",
-                OpenApiTypes.INT,
-                description=f"rows per page, at most {PagePagination.max_page_size}",
-            ),
+            *PAGE_PARAMETERS,
         ],
         responses={200: SpendPageSerializer},
     )

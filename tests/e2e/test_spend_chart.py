@@ -5,10 +5,11 @@ htmx swap) draws the chart again for the months up to it."""
 import re
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Page, expect
+from playwright.sync_api import Page, expect
 
 from portal.billing.selectors import current_month
 from tests.billing.test_pages import PERIOD, ledger, month  # noqa: F401  (fixtures)
+from tests.e2e.console import console_problems
 from tests.e2e.test_tenant_admin_journey import sign_in
 
 pytestmark = pytest.mark.browser
@@ -20,15 +21,7 @@ def test_finance_sees_spend_per_tenant_per_month_drawn_and_redrawn_for_another_m
     month,  # noqa: F811  (last month's usage of vision and nlp, priced)
     finance_user,
 ) -> None:
-    problems: list[str] = []
-
-    def watch(message: ConsoleMessage) -> None:
-        if message.type == "error" or "Content Security Policy" in message.text:
-            problems.append(message.text)
-
-    page.on("console", watch)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-
+    problems = console_problems(page)
     sign_in(page, live_server.url, "finance")
     page.goto(f"{live_server.url}/chargeback/?period={PERIOD}")
 
