@@ -150,6 +150,7 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     # closes at once; reopening it takes an admin and a reason (none given here).
     "api:rate-cards": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:statements": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:spend": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:statement": ("get", "api_statement", (401, 404, 200, 404, 200, 200)),
     "api:statement-lines": ("get", "api_statement", (401, 404, 200, 404, 200, 200)),
     "api:periods": ("get", "", (401, 404, 404, 404, 200, 200)),

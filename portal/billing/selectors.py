@@ -26,11 +26,12 @@ from portal.billing.models import (
 from portal.billing.pricing import (
     UNITS,
     Priced,
-    RateBook,
+    currency_problem,
     month_bounds,
+    month_priced,
     tenant_month_priced,
 )
-from portal.core.errors import Conflict, NotFound, ValidationFailed
+from portal.core.errors import NotFound, ValidationFailed
 from portal.core.models import AuditEvent
 from portal.metering.models import UsageRecord
 from tenants.access import sees_everything, tenants_led_by
@@ -150,17 +151,16 @@ def statements_for(
         .values_list("tenant_id", flat=True)
         .distinct()
     )
-    rates = RateBook.load()
+    listed = list(Tenant.objects.filter(pk__in=with_usage).order_by("slug"))
+    priced = month_priced(listed, month, basis=settings.PORTAL_CHARGE_BASIS)  # all at once
     views = []
-    for tenant in Tenant.objects.filter(pk__in=with_usage).order_by("slug"):
-        try:
-            priced = tenant_month_priced(
-                tenant, month, basis=settings.PORTAL_CHARGE_BASIS, rates=rates
-            )
-        except Conflict as error:  # one tenant's mixed currencies must not hide the others
-            views.append(_unpriceable(month, tenant, str(error)))
+    for tenant in listed:
+        # One tenant's mixed currencies must not hide the others.
+        problem = currency_problem(priced[tenant.pk])
+        if problem:
+            views.append(_unpriceable(month, tenant, problem))
             continue
-        views.append(_provisional(month, tenant, priced))
+        views.append(_provisional(month, tenant, priced[tenant.pk]))
     return views
 
 

@@ -7,6 +7,7 @@ Everyone signed in sees the rate cards. Reads go through portal.billing.selector
 through portal.billing.services; refusals are shown where the user acted, with their status.
 """
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -39,6 +40,7 @@ from portal.billing.selectors import (
     statements_for,
 )
 from portal.billing.services import period_close, period_reopen, rate_card_create
+from portal.billing.spend import CHART_MONTHS, shift, spend_charts, spend_for
 from portal.core.errors import Conflict, PermissionDenied, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
@@ -170,6 +172,7 @@ def _statements_page(
             "following": f"{following:%Y-%m}" if following <= current_month() else "",
             "may_close": _may_close(user) and not closed and month < current_month(),
             "may_reopen": user.is_portal_admin and closed,
+            **_spend_context(user, month, centre),
         }
     else:
         status = 400
@@ -177,6 +180,20 @@ def _statements_page(
     if request.htmx and request.method == "GET":
         template += "#chargeback"
     return render(request, template, context, status=status)
+
+
+def _spend_context(user: User, month: date, cost_centre: str) -> dict[str, Any]:
+    """The spend chart of the CHART_MONTHS months up to `month` (one per currency), its table
+    and the data static/js/usage-charts.js draws it from."""
+    first = shift(month, 1 - CHART_MONTHS)
+    spend = spend_for(user, first, month, cost_centre=cost_centre or None)
+    charts = spend_charts(spend)
+    return {
+        "spend_first": f"{first:%Y-%m}",
+        "spend_charts": charts,
+        "spend_problems": [row for row in spend.rows if row.problem],
+        "chart_json": json.dumps({"tables": [chart.as_data() for chart in charts]}),
+    }
 
 
 def _filter_form(user: User, data: dict[str, str]) -> ChargebackFilterForm:
