@@ -121,7 +121,7 @@ def _period(month: date) -> Period | None:
     return Period.objects.filter(month=month).first()
 
 
-def _tenants_seen(user: User) -> QuerySet[Tenant]:
+def tenants_seen(user: User) -> QuerySet[Tenant]:
     """Finance and admins see every tenant's statements; leads their tenants'; others none."""
     return Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
 
@@ -134,7 +134,7 @@ def statements_for(
 
     `tenant_slug` narrows them to one tenant (priced alone); NotFound when the user may not see
     that tenant's statements."""
-    tenants = _tenants_seen(user)
+    tenants = tenants_seen(user)
     if tenant_slug is not None:
         tenants = tenants.filter(slug=tenant_slug)
         if not tenants.exists():
@@ -171,7 +171,7 @@ def statement_for(user: User, statement_id: str) -> StatementView:
     if match is None or not 1 <= int(match.group(2)) <= 12:
         raise NotFound("There is no such statement.")
     month = date(int(match.group(1)), int(match.group(2)), 1)
-    tenant = _tenants_seen(user).filter(slug=match.group(3)).first()
+    tenant = tenants_seen(user).filter(slug=match.group(3)).first()
     if tenant is None:
         raise NotFound("There is no such statement.")
     period = _period(month)

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from portal.accounts.models import User
 from portal.billing.models import Period, PeriodState, RateCard, Statement, StatementLine
-from portal.billing.pricing import RateBook, month_bounds, tenant_month_priced
+from portal.billing.pricing import currency_problem, month_bounds, month_priced
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.core.audit import audit_record
 from portal.core.errors import (
@@ -122,10 +122,16 @@ def period_close(*, actor: User, month: date) -> Period:
         .values_list("tenant_id", flat=True)
         .distinct()
     )
-    rates = RateBook.load()
+    tenants = list(Tenant.objects.filter(pk__in=tenant_ids).order_by("slug"))
+    month_prices = month_priced(tenants, first, basis=basis)
+    problems = [
+        problem for priced in month_prices.values() if (problem := currency_problem(priced))
+    ]
+    if problems:
+        raise Conflict(" ".join(problems))
     totals = {}
-    for tenant in Tenant.objects.filter(pk__in=tenant_ids).order_by("slug"):
-        priced = tenant_month_priced(tenant, first, basis=basis, rates=rates)
+    for tenant in tenants:
+        priced = month_prices[tenant.pk]
         statement = Statement.objects.create(
             period=period,
             tenant=tenant,

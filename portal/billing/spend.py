@@ -23,7 +23,7 @@ from django.db.models import Q
 from portal.accounts.models import User
 from portal.billing.models import Basis, Period, PeriodState, Statement
 from portal.billing.pricing import CENT, RateBook, month_bounds
-from portal.billing.selectors import _tenants_seen, month_of
+from portal.billing.selectors import month_of, tenants_seen
 from portal.catalog.models import Offering
 from portal.core.errors import NotFound, ValidationFailed
 from portal.metering.models import UsageDaily
@@ -158,7 +158,7 @@ def spend_for(
     statements of the closed months, the rollup of the open ones (with the rate cards, the
     offerings and the tenants it names). NotFound when `tenant_slug` names a tenant the user
     may not see."""
-    tenants = _tenants_seen(user)
+    tenants = tenants_seen(user)
     if tenant_slug is not None:
         tenants = tenants.filter(slug=tenant_slug)
         if not tenants.exists():

@@ -112,11 +112,6 @@ def _grand_totals(statements: list[StatementView]) -> list[tuple[str, Decimal]]:
     return sorted(totals.items())
 
 
-def _shift(month: date, months: int) -> date:
-    index = month.year * 12 + month.month - 1 + months
-    return date(index // 12, index % 12 + 1, 1)
-
-
 def _sort_links(query: dict[str, str], sort: str) -> dict[str, dict[str, str]]:
     """Per sortable column: the query sorting by it (the other way round when it is the current
     sort) and its aria-sort."""
@@ -157,7 +152,7 @@ def _statements_page(
         period = periods().filter(month=month).first()
         closed = period is not None and period.state == PeriodState.CLOSED
         query = {"period": f"{month:%Y-%m}", **({"cost_centre": centre} if centre else {})}
-        following = _shift(month, 1)
+        following = shift(month, 1)
         context |= {
             "month": month,
             "month_text": f"{month:%Y-%m}",
@@ -168,7 +163,7 @@ def _statements_page(
             "centre_totals": _centre_totals(listed),
             "grand_totals": _grand_totals(listed),
             "sort_links": _sort_links(query, sort),
-            "previous": f"{_shift(month, -1):%Y-%m}",
+            "previous": f"{shift(month, -1):%Y-%m}",
             "following": f"{following:%Y-%m}" if following <= current_month() else "",
             "may_close": _may_close(user) and not closed and month < current_month(),
             "may_reopen": user.is_portal_admin and closed,
