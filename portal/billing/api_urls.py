@@ -11,6 +11,7 @@ from portal.billing.api import (
     StatementLines,
     StatementList,
 )
+from portal.billing.budget_api import BudgetDetail
 
 urlpatterns: list[URLPattern] = [
     path("rate-cards/", RateCardList.as_view(), name="rate-cards"),
@@ -20,4 +21,5 @@ urlpatterns: list[URLPattern] = [
     path("periods/", PeriodList.as_view(), name="periods"),
     path("periods/<str:month>/close", PeriodClose.as_view(), name="period-close"),
     path("periods/<str:month>/reopen", PeriodReopen.as_view(), name="period-reopen"),
+    path("tenants/<slug:slug>/budget/", BudgetDetail.as_view(), name="tenant-budget"),
 ]

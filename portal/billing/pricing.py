@@ -12,7 +12,7 @@ reserved (unreserved.py).
 
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
@@ -91,6 +91,8 @@ class Line:
     rate_card: RateCard | None
     quantity: Fraction = Fraction(0)
     used_gpu_hours: Decimal = Decimal(0)
+    # The quantity by day (UTC), for the budget's burn-down.
+    days: dict[date, Fraction] = field(default_factory=dict)
 
     @property
     def rate(self) -> Decimal | None:
@@ -175,7 +177,9 @@ def tenant_month_priced(
         line = lines.get(key)
         if line is None:
             line = lines[key] = Line(model or "", offering or "", user or "", workload, card)
-        line.quantity += _quantity(measures, basis)
+        quantity = _quantity(measures, basis)
+        line.quantity += quantity
+        line.days[day] = line.days.get(day, Fraction(0)) + quantity
         line.used_gpu_hours += measures.used_gpu_hours
     # The optional share of the capacity nobody reserved (PORTAL_CHARGE_UNRESERVED).
     for share in unreserved_capacity(begin, end, basis=basis, rates=rates).of(tenant.pk):
