@@ -5,8 +5,8 @@ check and the request policy alike.
 Spent so far is the month's provisional statement (`tenant_month_priced` on the charge basis in
 force): its total for a budget in money (each line rounded once, as statements are), the sum of
 its exact quantities for a budget in GPU-eq-hours. The projection is the linear run-rate over
-the part of the month gone by: spent x (the month's length / the time elapsed). A finished month
-projects what it spent; in its first hour nothing is extrapolated yet.
+the part of the month gone by: spent x (the month's length / the time elapsed); in its first
+hour nothing is extrapolated yet.
 """
 
 from dataclasses import dataclass
@@ -123,7 +123,7 @@ def _series(priced: Priced, money: bool, first: date, last: date) -> list[BurnPo
 def _projected(spent: Decimal, month: date, now: datetime) -> Decimal:
     begin, end = month_bounds(month)
     elapsed = min(now, end) - begin
-    if elapsed < timedelta(hours=1) or now >= end:
+    if elapsed < timedelta(hours=1):
         return spent
     factor = Decimal((end - begin).total_seconds()) / Decimal(elapsed.total_seconds())
     return (spent * factor).quantize(CENT, rounding=ROUND_HALF_UP)

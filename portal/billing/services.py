@@ -1,7 +1,7 @@
 """Chargeback's writes: rate cards, closing and reopening months, and budgets with their
 notifications. Each one transaction with its audit event."""
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -262,6 +262,7 @@ def budget_set(
         problems.setdefault(name, []).extend(messages)
     if problems:
         raise ValidationFailed.of("budget", problems)
+    budget.amount = value.quantize(Decimal("0.01"))  # as stored, for the audit
     changed = changes_between(before, snapshot(budget, BUDGET_FIELDS), BUDGET_FIELDS)
     if before and not changed:
         return budget
@@ -354,7 +355,9 @@ def budget_alert_send(*, alert_id: int) -> int:
     to = budget_alert_recipients(alert.tenant)
     if not to:
         return 0
-    status = budget_status(budget)
+    # The alert's month, as it stands now (or at its end, for a mail sent after it).
+    now = min(timezone.now(), month_bounds(alert.month)[1] - timedelta(seconds=1))
+    status = budget_status(budget, now=now)
     unit = status.unit_label
     subject = f"Budget of {alert.tenant.slug}: {alert.threshold}% reached in {alert.month:%Y-%m}"
     body = (
