@@ -5,6 +5,7 @@ Leads, finance and admins see it; finance and admins write. Reads go through
 portal.billing.budgets, writes through portal.billing.services.
 """
 
+import json
 from functools import cached_property
 from typing import Any
 
@@ -54,6 +55,12 @@ class BudgetPanel:
             "days": [point.day.isoformat() for point in status.series],
             "spent": [str(point.spent) for point in status.series],
         }
+
+    @property
+    def chart_json(self) -> str:
+        """The chart's figures for the figure's data attribute (htmx drops script elements from
+        what it swaps in, so a json_script would not survive a change of the budget)."""
+        return json.dumps(self.chart)
 
     @property
     def form(self) -> BudgetForm:

@@ -1,7 +1,8 @@
 /* The budget burn-down: draws, with uPlot (static/vendor), the money or GPU-eq-hours spent by
  * the end of each day of the month, a dashed projection from today to the month's end and the
- * budget as a horizontal line, from <script type="application/json" id="budget-data"> (Django's
- * json_script): the same figures as the table beside it. Redrawn when htmx swaps the section.
+ * budget as a horizontal line, from the JSON in the figure's data-budget-chart attribute (htmx
+ * drops script elements from what it swaps in): the same figures as the table beside it.
+ * Redrawn when htmx swaps the section.
  * No inline script and no eval: the site's Content-Security-Policy allows neither. */
 (function () {
   "use strict";
@@ -20,9 +21,8 @@
   }
 
   function draw(container) {
-    var source = document.getElementById(container.getAttribute("data-budget-chart"));
-    if (!source || typeof uPlot === "undefined") { return; }
-    var data = JSON.parse(source.textContent);
+    if (typeof uPlot === "undefined") { return; }
+    var data = JSON.parse(container.getAttribute("data-budget-chart") || "{}");
     if (!data.days || !data.days.length) { return; }
     var budget = parseFloat(data.budget);
     var first = dayToSeconds(data.days[0]);
