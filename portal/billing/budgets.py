@@ -97,11 +97,17 @@ def _hours(quantity: Fraction) -> Decimal:
 def _series(priced: Priced, money: bool, first: date, last: date) -> list[BurnPoint]:
     """The cumulative spend at the end of each day from `first` to `last`. For money every
     line is priced on its running quantity and rounded once, so the last day's figure is the
-    statement's total, as the rounding rule has it."""
+    statement's total, as the rounding rule has it. Usage after `last` (none, but for a `now`
+    inside the month in tests) counts on no day."""
     by_day: dict[date, list[tuple[int, Fraction]]] = {}
     for index, line in enumerate(priced.lines):
         for day, quantity in line.days.items():
             by_day.setdefault(day, []).append((index, quantity))
+        # A line not made of days (the month's share of unreserved capacity) counts on the
+        # last day shown, so the last figure is still the statement's total.
+        undated = line.quantity - sum(line.days.values(), Fraction(0))
+        if undated:
+            by_day.setdefault(last, []).append((index, undated))
     running = [Fraction(0)] * len(priced.lines)
     money_total = Decimal("0.00")
     hours_total = Fraction(0)

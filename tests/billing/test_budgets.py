@@ -31,8 +31,10 @@ from portal.cluster.services import cluster_create
 from portal.core.errors import NotFound, PermissionDenied, ValidationFailed
 from portal.core.models import AuditEvent
 from portal.metering.collection import hour_floor, metering_begin, window_collect
+from portal.metering.sources import MetricsSource
 from tenants.models import Tenant
 from tests.billing.test_pricing import BEGIN, DAY, END, MONTH, NoPods
+from tests.billing.test_unreserved import A100, GpusOnly
 from tests.conftest import wait_until
 
 API = "/api/v1/"
@@ -45,7 +47,7 @@ NOW_BEGIN, NOW_END = month_bounds(current_month())
 class Spend:
     tenant: Tenant
     allocate: Callable[..., GpuRequest]
-    collect: Callable[[], None]
+    collect: Callable[..., None]
 
 
 @pytest.fixture
@@ -71,9 +73,9 @@ def spend(a100_tenant, developer, lead, finance_user, catalog) -> Spend:
         hours.update(hour_floor(starts) + timedelta(hours=h) for h in range(hours_held))
         return allocation
 
-    def collect() -> None:
+    def collect(source: MetricsSource | None = None) -> None:
         for hour in sorted(hours):
-            window_collect(cluster, hour, NoPods())
+            window_collect(cluster, hour, source or NoPods())
 
     return Spend(a100_tenant, allocate, collect)
 
@@ -113,6 +115,20 @@ def test_status_in_money_spent_percent_run_rate_projection_and_the_burn_down(
     assert status.series[-1].spent == status.spent
     assert status.level == "ok"
     assert not status.over
+
+
+def test_the_months_share_of_unreserved_capacity_counts_on_the_last_day(
+    spend: Spend, finance_user, settings
+) -> None:
+    settings.PORTAL_CHARGE_UNRESERVED = True
+    spend.allocate(WHOLE, BEGIN + DAY, 10)  # 20.00 EUR, of two A100s present all along
+    spend.collect(GpusOnly({A100: 2}))  # the other 10 GPU-hours nobody reserved: 20.00 EUR
+    status = budget_status(budget(finance_user, spend.tenant, "100"), now=BEGIN + 5 * DAY)
+
+    assert status.spent == Decimal("40.00")
+    assert [point.spent for point in status.series] == [
+        Decimal("0.00"), *[Decimal("20.00")] * 4, Decimal("40.00"),
+    ]  # fmt: skip
 
 
 def test_status_in_gpu_eq_hours_sums_the_exact_quantities(spend: Spend, finance_user) -> None:
