@@ -203,7 +203,9 @@ def budget_column(month: date, statements: list[StatementView]) -> dict[int, str
     """For the month's statements list: the budget each tenant with one used, as "84.2%", by
     tenant id. Two queries whatever the number of tenants: the budgets, and (for budgets in
     GPU-eq-hours) the month's usage per tenant; money comes from the statements' totals. A
-    statement in another currency than its budget, or one that could not be priced, gets none."""
+    statement in another currency than its budget, or one that could not be priced, gets none.
+    GPU-eq-hours here are the tenant's own usage records, without the optional share of
+    unreserved capacity that the budget section counts."""
     by_tenant = {view.tenant.pk: view for view in statements}
     budgets = list(Budget.objects.filter(tenant_id__in=by_tenant))
     in_hours = [budget.tenant_id for budget in budgets if budget.unit == BudgetUnit.GPU_EQ_HOURS]
