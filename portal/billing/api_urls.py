@@ -11,6 +11,7 @@ from portal.billing.api import (
     StatementLines,
     StatementList,
 )
+from portal.billing.budget_api import BudgetDetail
 from portal.billing.spend_api import SpendList
 
 urlpatterns: list[URLPattern] = [
@@ -22,4 +23,5 @@ urlpatterns: list[URLPattern] = [
     path("periods/", PeriodList.as_view(), name="periods"),
     path("periods/<str:month>/close", PeriodClose.as_view(), name="period-close"),
     path("periods/<str:month>/reopen", PeriodReopen.as_view(), name="period-reopen"),
+    path("tenants/<slug:slug>/budget/", BudgetDetail.as_view(), name="tenant-budget"),
 ]

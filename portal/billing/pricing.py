@@ -13,7 +13,7 @@ reserved (unreserved.py).
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
@@ -92,6 +92,8 @@ class Line:
     rate_card: RateCard | None
     quantity: Fraction = Fraction(0)
     used_gpu_hours: Decimal = Decimal(0)
+    # The quantity by day (UTC), for the budget's burn-down.
+    days: dict[date, Fraction] = field(default_factory=dict)
 
     @property
     def rate(self) -> Decimal | None:
@@ -211,7 +213,9 @@ def month_priced(
         line = lines.get(line_key)
         if line is None:
             line = lines[line_key] = Line(model or "", offering or "", user or "", workload, card)
-        line.quantity += _quantity(measures, basis)
+        quantity = _quantity(measures, basis)
+        line.quantity += quantity
+        line.days[day] = line.days.get(day, Fraction(0)) + quantity
         line.used_gpu_hours += measures.used_gpu_hours
     # The optional share of the capacity nobody reserved (PORTAL_CHARGE_UNRESERVED): one
     # grouped reading for the month, shared out tenant by tenant.

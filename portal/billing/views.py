@@ -25,6 +25,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from portal.accounts.models import User
 from portal.billing import downloads
+from portal.billing.budget_views import BudgetPanel
+from portal.billing.budgets import budget_column
 from portal.billing.forms import ChargebackFilterForm, PeriodReopenForm, RateCardForm
 from portal.billing.models import PeriodState, RateCard
 from portal.billing.selectors import (
@@ -149,6 +151,9 @@ def _statements_page(
         listed = [
             view for view in statements_for(user, month) if not centre or view.cost_centre == centre
         ]
+        budgets_used = budget_column(month, listed)
+        for view in listed:
+            view.budget_used = budgets_used.get(view.tenant.pk, "")  # type: ignore[attr-defined]
         period = periods().filter(month=month).first()
         closed = period is not None and period.state == PeriodState.CLOSED
         query = {"period": f"{month:%Y-%m}", **({"cost_centre": centre} if centre else {})}
@@ -275,6 +280,8 @@ def statement(request: AuthenticatedHttpRequest, statement_id: str) -> HttpRespo
         "page_lines": PAGE_LINES,
         "used_gpu_hours": hours_text(sum((line.used_gpu_hours for line, _ in lines), Decimal(0))),
         "history": statement_history(view),
+        # The running month's statement shows the budget's burn-down beside it.
+        "budget_panel": BudgetPanel(view.tenant) if view.month == current_month() else None,
     }
     return render(request, "billing/statement.html", context)
 
