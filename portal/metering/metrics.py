@@ -11,7 +11,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from portal.core.metrics import DatabaseCollector, unix_seconds
 from portal.metering.models import MeteringState
-from portal.metering.services import metrics_source_for
+from portal.metering.services import cluster_metered
 
 
 class MeteringCollector(DatabaseCollector):
@@ -23,7 +23,7 @@ class MeteringCollector(DatabaseCollector):
         )
         states = MeteringState.objects.filter(cluster__enabled=True).select_related("cluster")
         for state in states.order_by("cluster__name"):
-            if metrics_source_for(state.cluster) is None:
+            if not cluster_metered(state.cluster):
                 continue
             until = state.complete_until or state.begins_at
             watermark.add_metric([state.cluster.name], unix_seconds(until))
