@@ -47,7 +47,7 @@ COPY portal ./portal
 COPY tenants ./tenants
 COPY templates ./templates
 COPY static ./static
-COPY deploy/gunicorn.conf.py ./deploy/gunicorn.conf.py
+COPY deploy/gunicorn_production.py ./deploy/gunicorn_production.py
 
 # Static files are collected (and compressed for whitenoise) once, here, owned by root and
 # read-only for the portal. The key only lets the settings load: nothing is signed at build time.
@@ -62,4 +62,4 @@ EXPOSE 8000
 # The web process. The worker and beat run the same image with another command:
 #   celery -A portal worker --loglevel INFO
 #   celery -A portal beat --loglevel INFO --schedule /tmp/celerybeat-schedule
-CMD ["gunicorn", "--config", "deploy/gunicorn.conf.py"]
+CMD ["gunicorn", "--config", "deploy/gunicorn_production.py"]

@@ -110,10 +110,10 @@ def test_static_files_are_collected_at_build_time_and_the_web_process_is_gunicor
     runtime = stages[-1]
     [collect] = [run for run in runtime.all("RUN") if "collectstatic" in run]
     assert "manage.py collectstatic --noinput" in collect
-    assert runtime.all("CMD") == ['["gunicorn", "--config", "deploy/gunicorn.conf.py"]']
+    assert runtime.all("CMD") == ['["gunicorn", "--config", "deploy/gunicorn_production.py"]']
     assert runtime.all("EXPOSE") == ["8000"]
     assert runtime.all("WORKDIR") == ["/app"]
-    conf = (ROOT / "deploy" / "gunicorn.conf.py").read_text()
+    conf = (ROOT / "deploy" / "gunicorn_production.py").read_text()
     assert 'bind = ["0.0.0.0:8000"]' in conf
     assert 'wsgi_app = "portal.wsgi:application"' in conf
 
@@ -220,7 +220,7 @@ def test_the_copied_tree_runs_the_portal_without_the_checkout(stages, tmp_path):
             p.relative_to(app).as_posix() for p in (app / folder).rglob("*") if p.is_file()
         }, folder
     assert (app / "manage.py").is_file()
-    assert (app / "deploy" / "gunicorn.conf.py").is_file()
+    assert (app / "deploy" / "gunicorn_production.py").is_file()
     assert not (app / "tests").exists()
     assert not (app / "README.md").exists()
 
