@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 from django.db.migrations.loader import MigrationLoader
+from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -80,7 +81,9 @@ def test_the_build_is_multi_stage_from_one_base_pinned_by_tag_and_digest(stages)
         f"{base} is not pinned by an exact tag and a digest"
     )
     required = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
-    assert required == ">=3.12"
+    version = re.match(r"python:(\d+\.\d+\.\d+)", base)
+    assert version
+    assert SpecifierSet(required).contains(version[1]), f"{base} does not satisfy {required}"
 
 
 def test_dependencies_install_at_the_versions_of_constraints_txt(stages):
