@@ -16,7 +16,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from django.db import connection
-from helm_python.chart import Chart, lint
+from helm_python.chart import Chart, lint, package
 from helm_python.errors import HelmRenderError, HelmValuesError
 
 from tests.kubeapi.resources import KUBERNETES_VERSION
@@ -502,6 +502,16 @@ def test_the_chart_installs_the_cluster_roles_of_rbac_yaml() -> None:
             "serviceAccountName"
         ]
         == account["metadata"]["name"]
+    )
+
+
+def test_the_packaged_chart_carries_the_rules_file(tmp_path: Path) -> None:
+    archive = package(CHART, destination=tmp_path)
+
+    manifests = render({}, Path(archive))
+    assert (
+        one(manifests, "ClusterRole", "gpu-portal")["rules"]
+        == one(rbac_documents(), "ClusterRole", "gpu-portal")["rules"]
     )
 
 
