@@ -8,6 +8,7 @@ a reason) deletes them; closing again stores them anew. Both are audited.
 """
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import MinValueValidator, RegexValidator
@@ -202,44 +203,22 @@ def _visible_rate_cards(cards: models.QuerySet[RateCard], _user: User) -> models
     return cards
 
 
-def _visible_statements(
-    statements: models.QuerySet[Statement], user: User
-) -> models.QuerySet[Statement]:
-    """Finance and admins: all; leads: their tenants'; developers: none."""
-    if sees_everything(user):
-        return statements
-    return statements.filter(tenant__in=tenants_led_by(user))
+def _led_tenants_scope(tenant_path: str) -> Any:
+    """Finance and admins see all; leads their tenants' (reached through `tenant_path`);
+    developers none: who sees statements, their lines, budgets and budget alerts."""
 
+    def scope(rows: models.QuerySet[Any], user: User) -> models.QuerySet[Any]:
+        if sees_everything(user):
+            return rows
+        return rows.filter(**{f"{tenant_path}__in": tenants_led_by(user)})
 
-def _visible_lines(
-    lines: models.QuerySet[StatementLine], user: User
-) -> models.QuerySet[StatementLine]:
-    """The lines of the statements the user sees."""
-    if sees_everything(user):
-        return lines
-    return lines.filter(statement__tenant__in=tenants_led_by(user))
+    return scope
 
 
 register_scope(RateCard, _visible_rate_cards)
-register_scope(StatementLine, _visible_lines)
-register_scope(Statement, _visible_statements)
+register_scope(StatementLine, _led_tenants_scope("statement__tenant"))
+register_scope(Statement, _led_tenants_scope("tenant"))
 
 
-def _visible_budgets(budgets: models.QuerySet[Budget], user: User) -> models.QuerySet[Budget]:
-    """Finance and admins: all; leads: their tenants'; developers: none (as statements)."""
-    if sees_everything(user):
-        return budgets
-    return budgets.filter(tenant__in=tenants_led_by(user))
-
-
-def _visible_budget_alerts(
-    alerts: models.QuerySet[BudgetAlert], user: User
-) -> models.QuerySet[BudgetAlert]:
-    """As the budgets."""
-    if sees_everything(user):
-        return alerts
-    return alerts.filter(tenant__in=tenants_led_by(user))
-
-
-register_scope(Budget, _visible_budgets)
-register_scope(BudgetAlert, _visible_budget_alerts)
+register_scope(Budget, _led_tenants_scope("tenant"))
+register_scope(BudgetAlert, _led_tenants_scope("tenant"))

@@ -3,10 +3,11 @@ section and the burn-down is drawn), then the tenant's lead finds the burn-down 
 page: the chart, the figures and the table beside it. All under the site's CSP."""
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Page, expect
+from playwright.sync_api import Page, expect
 
 from portal.billing.models import Budget
 from tests.billing.test_budgets import NOW_BEGIN, WHOLE, Spend, spend  # noqa: F401  (fixtures)
+from tests.e2e.console import console_problems
 from tests.e2e.test_tenant_admin_journey import sign_in
 
 pytestmark = pytest.mark.browser
@@ -21,14 +22,7 @@ def test_finance_sets_a_budget_and_a_lead_sees_the_burn_down(
 ) -> None:
     spend.allocate(WHOLE, NOW_BEGIN, 5)  # 10.00 EUR this month
     spend.collect()
-    problems: list[str] = []
-
-    def watch(message: ConsoleMessage) -> None:
-        if message.type == "error" or "Content Security Policy" in message.text:
-            problems.append(message.text)
-
-    page.on("console", watch)
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = console_problems(page)
 
     # Finance sets 12.00 EUR a month, with the lead-approval policy, on the tenant page.
     sign_in(page, live_server.url, "finance")
