@@ -343,9 +343,10 @@ def test_the_schema_documents_spend(db) -> None:
 
 # The finance page of an open month: session, user, cost centres, periods, watermarks, the
 # tenants with usage, rate cards, the month's grouped usage and offerings (statements), then the
-# spend chart's periods, rollup, rate cards, offerings and tenants. The statements list and
-# `spend/` read their share of those. The same with 3 tenants as with 30.
-PAGE_QUERIES = 16
+# spend chart's periods, rollup, rate cards, offerings and tenants, and the budgets of the
+# *Budget used* column. The statements list and `spend/` read their share of those. The same
+# with 3 tenants as with 30.
+PAGE_QUERIES = 17
 STATEMENTS_QUERIES = 7
 SPEND_QUERIES = 7
 

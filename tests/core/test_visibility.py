@@ -16,7 +16,15 @@ from django.utils import timezone
 from portal.accounts.models import User
 from portal.accounts.services import user_create
 from portal.allocations.models import GpuRequest
-from portal.billing.models import Period, PeriodState, Statement, StatementLine
+from portal.billing.models import (
+    Budget,
+    BudgetAlert,
+    BudgetUnit,
+    Period,
+    PeriodState,
+    Statement,
+    StatementLine,
+)
 from portal.catalog.models import NotebookImage, Offering
 from portal.catalog.services import notebook_image_create
 from portal.cluster.models import Cluster, ProvisioningResult, ProvisioningRun
@@ -161,6 +169,13 @@ def world(
         StatementLine.objects.create(
             statement=statement, position=1, unit="GPU-eq-hour", amount=Decimal("1.00")
         )
+        # A budget for each, and its 80% alert this month.
+        Budget.objects.create(
+            tenant=tenant, unit=BudgetUnit.GPU_EQ_HOURS, amount=Decimal("10.00"), currency=""
+        )
+        BudgetAlert.objects.create(
+            tenant=tenant, month=date(2026, 1, 1), threshold=80, percent=Decimal("80.0")
+        )
     quota_requests = {
         tenant.slug: quota_request_create(
             actor=user, tenant=tenant, gpu_model=offering.gpu_model, amount=1, reason="more"
@@ -302,7 +317,8 @@ def _expected_daily_usage(w: World, persona: str) -> Callable[[UsageDaily], bool
 
 
 def _expected_statements(w: World, persona: str) -> Callable[[Any], bool]:
-    """Finance and admins: all; leads: their tenants'; developers: none."""
+    """Finance and admins: all; leads: their tenants'; developers: none. Statements, budgets
+    and budget alerts alike."""
     return {
         "developer": nothing,
         "lead": lambda row: row.tenant == w.a,
@@ -343,6 +359,8 @@ EXPECTED: dict[type[models.Model], Callable[[World, str], Callable[[Any], bool]]
     UsageDaily: _expected_daily_usage,
     Statement: _expected_statements,
     StatementLine: _expected_statement_lines,
+    Budget: _expected_statements,
+    BudgetAlert: _expected_statements,
 }
 
 
