@@ -11,6 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import urllib3
@@ -81,6 +82,14 @@ def _configuration(cluster: Cluster) -> "Configuration":
     # Retries are ours (counted, with backoff and Retry-After), not urllib3's.
     configuration.retries = False
     return configuration
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An API server's answer to one request: its status and its JSON body, read to the end."""
+
+    status: int
+    body: dict[str, Any]
 
 
 class KubernetesGateway:
@@ -154,16 +163,24 @@ class KubernetesGateway:
 
     def _request(
         self, what: str, method: str, resource: Any, *, missing_ok: bool = False, **kwargs: Any
-    ) -> Any:
-        """The raw response; None for a 404 when `missing_ok`."""
+    ) -> Answer | None:
+        """The API server's answer; None for a 404 when `missing_ok`."""
         operation = getattr(self._client(), method)
-        try:
-            return self._call(
-                what,
-                lambda: operation(
-                    resource, serialize=False, _request_timeout=self._timeout, **kwargs
-                ),
+
+        def send() -> Answer:
+            response = operation(
+                resource, serialize=False, _request_timeout=self._timeout, **kwargs
             )
+            # The client does not preload answers: read each to its end (a write's too), or
+            # its connection is held, and dropped mid-answer when the client closes.
+            try:
+                data = response.data
+            finally:
+                response.release_conn()
+            return Answer(status=int(response.status), body=json.loads(data) if data else {})
+
+        try:
+            return self._call(what, send)
         except ClusterRefused as error:
             if missing_ok and error.status == 404:
                 return None
@@ -177,7 +194,7 @@ class KubernetesGateway:
         response = self._request(
             f"get {kind} {name}", "get", resource, missing_ok=True, name=name, namespace=namespace
         )
-        return None if response is None else dict(json.loads(response.data))
+        return None if response is None else response.body
 
     def list(
         self,
@@ -198,7 +215,7 @@ class KubernetesGateway:
             label_selector=label_selector,
             field_selector=field_selector,
         )
-        return list(json.loads(response.data).get("items") or [])
+        return list(response.body.get("items") or []) if response else []
 
     def apply(self, manifest: dict[str, Any]) -> bool:
         """Server-side apply under the portal's field manager, taking over conflicting fields.
@@ -215,7 +232,7 @@ class KubernetesGateway:
             field_manager=FIELD_MANAGER,
             force_conflicts=True,
         )
-        return bool(response.status == 201)
+        return response is not None and response.status == 201
 
     def merge_patch(
         self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict[str, Any]

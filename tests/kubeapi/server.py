@@ -53,6 +53,9 @@ class RecordedRequest:
     content_type: str | None
     status: int | None = None  # None: no answer (the connection was dropped)
     fault: bool = False  # failed or dropped on purpose
+    # The client's end of the TCP connection (its port): requests of one kept-alive connection
+    # share it; a client that leaves an answer unread cannot send its next request on it.
+    connection: int = 0
 
 
 class _Server(ThreadingHTTPServer):
@@ -239,7 +242,9 @@ class KubeApiEmulator:
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length > 0 else b""
         content_type = handler.headers.get("Content-Type")
-        record = RecordedRequest(handler.command, split.path, query, content_type)
+        record = RecordedRequest(
+            handler.command, split.path, query, content_type, connection=handler.client_address[1]
+        )
         with self._log_lock:
             self._log.append(record)
         request = Request(
