@@ -2,11 +2,14 @@
 re-runs write nothing, drift is found and repaired, quota admission holds, faults converge."""
 
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from django.db import connection
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -509,3 +512,38 @@ def test_the_gateway_reads_every_answer_so_writes_share_one_connection(live_clus
     # An answer left unread holds its connection: the next request would need a new one, and
     # closing the client would abort the unread answer on the server's side.
     assert len({r.connection for r in requests}) == 1
+
+
+def test_two_capacity_reads_at_once_make_one_read_and_no_error(
+    transactional_db, live_cluster, kube_api, catalog
+):
+    from portal.catalog.services import gpu_pool_create  # noqa: PLC0415
+    from portal.cluster.models import NodeCapacity  # noqa: PLC0415
+
+    whole = catalog["a100-80gb-whole"]
+    gpu_pool_create(
+        actor=None, cluster="lab", name="a100", gpu_model=whole.gpu_model, backend=whole.backend
+    )
+    label = {whole.gpu_model.node_label_key: whole.gpu_model.node_label_value}
+    for name in ("gpu-1", "gpu-2", "gpu-3"):
+        kube_api.add_node(name, labels=label, allocatable={"nvidia.com/gpu": "8"})
+    assert capacity_collect(cluster=live_cluster) == 3  # rows to replace, as in a running portal
+    kube_api.clear_log()
+    # Slow answers, so the second read is asked for while the first one runs.
+    kube_api.faults.slow(0.5, methods=("GET",))
+    barrier = threading.Barrier(2)
+
+    def read() -> int:
+        try:
+            barrier.wait()
+            return capacity_collect(cluster=live_cluster)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        counts = list(pool.map(lambda _: read(), range(2)))
+
+    assert counts == [3, 3]
+    node_lists = [r for r in kube_api.requests if r.method == "GET" and r.path == "/api/v1/nodes"]
+    assert len(node_lists) == 1
+    assert NodeCapacity.objects.filter(cluster=live_cluster).count() == 3
