@@ -85,9 +85,7 @@ class CapacityList(ListModelMixin, GenericAPIView[OfferingCapacity]):
         return capacities_for(api_user(self.request))
 
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(
-            capacity_rows_of(self.filter_queryset(self.get_queryset()))  # type: ignore[arg-type]
-        )
+        page = self.paginate_queryset(capacity_rows_of(self.filter_queryset(self.get_queryset())))
         return self.get_paginated_response(
             CapacitySerializer(page, many=True).data  # type: ignore[arg-type]
         )

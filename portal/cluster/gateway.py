@@ -12,9 +12,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import urllib3
+import yaml
 from django.conf import settings
 
 from portal.cluster.errors import ClusterRefused, ClusterUnavailable
@@ -61,6 +63,46 @@ def _retry_after(error: "ApiException") -> float | None:
         return None
 
 
+def _token_file(kubeconfig_path: str, context: str) -> Path | None:
+    """The `tokenFile` of the kubeconfig's user in `context` (empty: the current context), as
+    kubectl resolves it (relative to the kubeconfig's folder); None when the user has none."""
+    try:
+        config = yaml.safe_load(Path(kubeconfig_path).read_text()) or {}
+        context = context or config.get("current-context") or ""
+        user = next(
+            item["context"].get("user")
+            for item in config.get("contexts") or []
+            if item.get("name") == context
+        )
+        token_file = next(
+            item["user"].get("tokenFile")
+            for item in config.get("users") or []
+            if item.get("name") == user
+        )
+    except (OSError, yaml.YAMLError, StopIteration, AttributeError, KeyError, TypeError):
+        return None
+    return Path(kubeconfig_path).parent / token_file if token_file else None
+
+
+def _read_token_file(path: Path) -> "Callable[[Configuration], None]":
+    """A refresh hook the client calls before each request: the token as the file holds it now.
+
+    Rotating tokens (projected service-account tokens, tokens renewed by a sidecar or by the
+    kubelet updating a mounted Secret) are rewritten in place; the client alone would keep the
+    one it read first until its gateway is closed. An unreadable file keeps the last token.
+    """
+
+    def refresh(configuration: "Configuration") -> None:
+        try:
+            token = path.read_text().strip()
+        except OSError:
+            return
+        if token:
+            configuration.api_key["BearerToken"] = f"Bearer {token}"
+
+    return refresh
+
+
 def _configuration(cluster: Cluster) -> "Configuration":
     from kubernetes import client as k8s_client  # noqa: PLC0415  (see the imports)
     from kubernetes import config as k8s_config  # noqa: PLC0415
@@ -75,8 +117,16 @@ def _configuration(cluster: Cluster) -> "Configuration":
                 client_configuration=configuration,
                 persist_config=False,
             )
+            token_file = _token_file(cluster.kubeconfig_path, cluster.kubeconfig_context)
+            if token_file is not None:
+                # The client's stubs type the hook as always None.
+                configuration.refresh_api_key_hook = _read_token_file(token_file)  # type: ignore[assignment]
         else:
-            k8s_config.load_incluster_config(client_configuration=configuration)
+            # The pod's projected token rotates (hourly by default): the client re-reads it
+            # (at most a minute late, well within the old token's remaining validity).
+            k8s_config.load_incluster_config(
+                client_configuration=configuration, try_refresh_token=True
+            )
     except (ConfigException, OSError, TypeError) as error:
         raise ClusterRefused(f"Cannot connect to cluster {cluster.name}: {error}") from None
     # Retries are ours (counted, with backoff and Retry-After), not urllib3's.

@@ -547,3 +547,37 @@ def test_two_capacity_reads_at_once_make_one_read_and_no_error(
     node_lists = [r for r in kube_api.requests if r.method == "GET" and r.path == "/api/v1/nodes"]
     assert len(node_lists) == 1
     assert NodeCapacity.objects.filter(cluster=live_cluster).count() == 3
+
+
+def test_a_rotated_token_file_is_read_again_for_the_next_call(kube_api, settings, tmp_path, db):
+    from portal.cluster.gateway import KubernetesGateway  # noqa: PLC0415
+    from portal.cluster.services import cluster_create  # noqa: PLC0415
+
+    settings.PORTAL_CLUSTER_MODE = "kubernetes"
+    settings.PORTAL_CLUSTER_RETRY_BACKOFF_SECONDS = 0.01
+    token = tmp_path / "token"
+    token.write_text(kube_api.token + "\n")
+    kube_api.kubeconfig(tmp_path / "kubeconfig", token_file="token")
+    cluster = cluster_create(
+        actor=None,
+        name="remote",
+        mode="kubernetes",
+        connection="kubeconfig",
+        kubeconfig_path=str(tmp_path / "kubeconfig"),
+    )
+    gateway = KubernetesGateway(cluster)
+    try:
+        assert gateway.get("v1", "Namespace", "default") is not None
+        # The token rotates: the API server takes only the new one, written over the file.
+        token.write_text(kube_api.rotate_token() + "\n")
+        assert gateway.get("v1", "Namespace", "kube-system") is not None
+        # A file gone for a moment (being replaced) keeps the last token read.
+        token.unlink()
+        assert gateway.get("v1", "Namespace", "kube-public") is not None
+        kube_api.rotate_token()  # and an expired one is refused, not retried
+        with pytest.raises(ClusterError, match="401"):
+            gateway.get("v1", "Namespace", "default")
+    finally:
+        gateway.close()
+    statuses = [r.status for r in kube_api.requests if r.path.startswith("/api/v1/namespaces/")]
+    assert statuses == [200, 200, 200, 401]

@@ -210,14 +210,19 @@ class KubeApiEmulator:
     ) -> None:
         self.stop()
 
-    def kubeconfig(self, path: str | Path) -> Path:
-        """Write a kubeconfig for this emulator (one cluster, user and context, made current)."""
+    def kubeconfig(self, path: str | Path, *, token_file: str | None = None) -> Path:
+        """Write a kubeconfig for this emulator (one cluster, user and context, made current).
+
+        With `token_file`, the user reads its token from that file (`tokenFile`, relative to
+        the kubeconfig's folder, as kubectl reads it) instead of holding it.
+        """
         path = Path(path)
+        user: dict[str, str] = {"tokenFile": token_file} if token_file else {"token": self.token}
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": CONTEXT, "cluster": {"server": self.url}}],
-            "users": [{"name": f"{CONTEXT}-user", "user": {"token": self.token}}],
+            "users": [{"name": f"{CONTEXT}-user", "user": user}],
             "contexts": [
                 {
                     "name": CONTEXT,
@@ -233,6 +238,11 @@ class KubeApiEmulator:
         }
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path
+
+    def rotate_token(self) -> str:
+        """Accept a new bearer token from now on, and only it (the old one has expired)."""
+        self.token = secrets.token_urlsafe(32)
+        return self.token
 
     # Serving.
 
