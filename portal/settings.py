@@ -264,6 +264,16 @@ CELERY_BEAT_SCHEDULE |= {
     },
 }
 
+# Budgets: how often each tenant's month is checked against its budget (80% and 100% notify
+# the leads and finance once a month each).
+PORTAL_BUDGET_CHECK_SECONDS = env.integer("PORTAL_BUDGET_CHECK_SECONDS", default=3600, minimum=60)
+CELERY_BEAT_SCHEDULE |= {
+    "check-budgets": {
+        "task": "portal.billing.tasks.check_budgets",
+        "schedule": float(PORTAL_BUDGET_CHECK_SECONDS),
+    },
+}
+
 # Single sign-on (OpenID Connect; Keycloak is the reference provider). Unset: local accounts.
 # The endpoints and signing keys come from the issuer's discovery document.
 OIDC_ISSUER_URL = env.text_or("OIDC_ISSUER_URL", "").rstrip("/")

@@ -16,6 +16,7 @@ from portal.accounts.services import user_create
 from portal.accounts.tokens import api_token_create
 from portal.allocations.services import gpu_request_submit
 from portal.billing.selectors import current_month
+from portal.billing.services import budget_set
 from portal.catalog.services import gpu_pool_create, notebook_image_create, offering_create
 from portal.cluster.models import ProvisioningRun
 from portal.cluster.services import cluster_create
@@ -153,6 +154,7 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     # closes at once; reopening it takes an admin and a reason (none given here).
     "api:rate-cards": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:statements": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:spend": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:statement": ("get", "api_statement", (401, 404, 200, 404, 200, 200)),
     "api:statement-lines": ("get", "api_statement", (401, 404, 200, 404, 200, 200)),
     "api:periods": ("get", "", (401, 404, 404, 404, 200, 200)),
@@ -175,6 +177,11 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "billing:period-close": ("post", "period", (302, 404, 403, 404, 409, 409)),
     "billing:period-reopen": ("post", "period", (302, 404, 403, 404, 403, 400)),
     "billing:rates": ("get", "", (302, 200, 200, 200, 200, 200)),
+    # Budgets: leads, finance and admins read the tenant's; finance and admins set and remove it
+    # (the walk's form is empty: 400). Reading comes before removing.
+    "api:tenant-budget": ("get", "tenant", (401, 404, 200, 404, 200, 200)),
+    "billing:budget-set": ("post", "tenant", (302, 404, 403, 404, 400, 400)),
+    "billing:budget-remove": ("post", "tenant", (302, 404, 403, 404, 302, 302)),
 }
 
 # Django's own admin has its own sign-in and staff check.
@@ -241,6 +248,7 @@ def walk_kwargs(
         )
     assert directory_change is not None
     last_month = (datetime.now(UTC).date().replace(day=1) - timedelta(days=1)).replace(day=1)
+    budget_set(actor=admin_user, tenant=tenant_a, unit="gpu_eq_hours", amount="100")
     return {
         "run": {"pk": run.pk},
         "cluster": {"name": cluster.name},

@@ -5,6 +5,7 @@ One definition for the decision itself (`gpu_request_submit` in services, which 
 row first) and for its preview (`gpu_request_preview` in selectors, which writes nothing).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
@@ -13,8 +14,16 @@ from portal.allocations.models import Purpose
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
 from portal.core.errors import InvalidTransition, ValidationFailed
+from portal.core.registry import Slot
 from tenants.models import Quota, Tenant, TenantState
 from tenants.selectors import gpu_eq_held
+
+# Why a tenant's requests wait for a lead whatever their size (None: nothing holds them): the
+# tenant is above this month's budget and its budget's policy asks for a lead. Billing sits
+# above this app, so it fills this slot with its budgets when it is ready.
+budget_source: Slot[Callable[[Tenant], str | None]] = Slot(
+    "budget policy", filled_by="the billing app"
+)
 
 
 class RequestPath(StrEnum):
@@ -102,3 +111,11 @@ def request_path(*, tenant: Tenant, check: QuotaCheck | None, duration_hours: in
     if within_policy(tenant, gpu_eq=check.requested, duration_hours=duration_hours):
         return RequestPath.APPROVED
     return RequestPath.LEAD
+
+
+def budget_hold(tenant: Tenant, path: RequestPath) -> str:
+    """Why a request the path would approve at once waits for a lead instead: the tenant's
+    budget (see `budget_source`). Empty when nothing holds it; asked only for that path."""
+    if path != RequestPath.APPROVED:
+        return ""
+    return budget_source.get()(tenant) or ""

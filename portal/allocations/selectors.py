@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from portal.accounts.models import User
 from portal.allocations.decisions import (
     RequestPath,
+    budget_hold,
     quota_check,
     request_path,
     request_validate,
@@ -109,7 +110,11 @@ class GpuRequestPreview:
     price: PriceQuote | None = None
 
 
-def _preview_message(path: RequestPath, tenant: Tenant, offering: Offering, detail: str) -> str:
+def _preview_message(
+    path: RequestPath, tenant: Tenant, offering: Offering, detail: str, held: str = ""
+) -> str:
+    if held:
+        return f"Needs a lead's approval: {held}."
     policy = (
         f"up to {gpu_eq_display(tenant.auto_approve_gpu_eq)} GPU-eq and "
         f"{tenant.auto_approve_hours} h"
@@ -144,6 +149,9 @@ def gpu_request_preview(
     requested = offering.gpu_eq * count
     check = quota_check(tenant, offering, requested, lock=False)
     path = request_path(tenant=tenant, check=check, duration_hours=hours)
+    held = budget_hold(tenant, path)
+    if held:
+        path = RequestPath.LEAD
     return GpuRequestPreview(
         path=path,
         tenant=tenant,
@@ -160,6 +168,6 @@ def gpu_request_preview(
         max_duration_hours=tenant.max_duration_hours,
         free_units=capacity_source.get()(offering),
         can_ask_quota=role_in(user, tenant) == MemberRole.LEAD,
-        message=_preview_message(path, tenant, offering, check.describe() if check else ""),
+        message=_preview_message(path, tenant, offering, check.describe() if check else "", held),
         price=price_source.get()(offering, requested, hours),
     )

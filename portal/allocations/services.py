@@ -18,6 +18,7 @@ from portal.accounts.models import MemberRole, User
 from portal.allocations.decisions import (
     QuotaCheck,
     RequestPath,
+    budget_hold,
     quota_check,
     request_path,
     request_validate,
@@ -68,7 +69,8 @@ def gpu_request_submit(
     """Ask for `count` units of `offering` in `tenant` and decide at once.
 
     Within remaining quota and the tenant's policy: approved (an allocation from now on).
-    Within quota, above policy: pending for a lead. Beyond remaining quota: rejected, with the
+    Within quota, above policy (or within it, when the tenant's budget holds its requests for a
+    lead: `budget_hold`): pending for a lead. Beyond remaining quota: rejected, with the
     numbers in the decision comment (the request is kept, so the refusal is on record).
     Bad input raises ValidationFailed naming the field, and nothing is written.
     """
@@ -91,6 +93,9 @@ def gpu_request_submit(
     )
     gpu_request.gpu_eq = requested
     path = request_path(tenant=tenant, check=check, duration_hours=hours)
+    held = budget_hold(tenant, path)
+    if held:
+        path = RequestPath.LEAD
     if path == RequestPath.EXCEEDS:
         gpu_request.state = RequestState.REJECTED
         gpu_request.decided_at = now
@@ -115,7 +120,7 @@ def gpu_request_submit(
             "gpu_eq": [None, str(requested)],
             "duration_hours": [None, hours],
         },
-        comment=gpu_request.decision_comment,
+        comment=gpu_request.decision_comment or held,
     )
     if gpu_request.state == RequestState.PENDING:
         notify_on_commit(gpu_request, "request.pending")

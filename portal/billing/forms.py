@@ -1,10 +1,13 @@
-"""The chargeback pages' forms: which month and how to list it, reopening a month, a new price."""
+"""The chargeback pages' forms: which month and how to list it, reopening a month, a new price,
+a budget."""
 
 from datetime import date
+from decimal import Decimal
 from typing import Any, cast
 
 from django import forms
 
+from portal.billing.models import BudgetUnit
 from portal.billing.selectors import month_of
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.core.errors import ValidationFailed
@@ -74,4 +77,17 @@ class RateCardForm(forms.Form):
     )
     effective_from = forms.DateField(
         label="Effective from", widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+
+class BudgetForm(forms.Form):
+    unit = forms.ChoiceField(label="Budget in", choices=BudgetUnit.choices)
+    amount = forms.DecimalField(
+        label="Amount a month", max_digits=18, decimal_places=2, min_value=Decimal("0.01")
+    )
+    currency = forms.CharField(
+        label="Currency", max_length=3, required=False, help_text="ISO 4217, for money, e.g. EUR"
+    )
+    approval_above = forms.BooleanField(
+        label="Above the budget, every new request needs a lead's approval", required=False
     )

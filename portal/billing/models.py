@@ -7,6 +7,9 @@ not when usage is collected again, metrics age out or prices change. Reopening (
 a reason) deletes them; closing again stores them anew. Both are audited.
 """
 
+from decimal import Decimal
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
@@ -133,29 +136,89 @@ class StatementLine(models.Model):
         return f"{self.statement_id}/{self.position}"
 
 
+class BudgetUnit(models.TextChoices):
+    MONEY = "money", "money"
+    GPU_EQ_HOURS = "gpu_eq_hours", "GPU-eq-hours"
+
+
+class Budget(models.Model):
+    """A tenant's monthly budget, in money (in `currency`) or in GPU-eq-hours of the charge
+    basis. With `approval_above`, once a month's spending reaches it every new request of the
+    tenant waits for a lead."""
+
+    tenant = models.OneToOneField("tenants.Tenant", on_delete=models.CASCADE, related_name="+")
+    unit = models.CharField(max_length=16, choices=BudgetUnit.choices)
+    amount = models.DecimalField(
+        max_digits=18, decimal_places=2, validators=[MinValueValidator(Decimal("0.01"))]
+    )
+    currency = models.CharField(
+        max_length=3, blank=True, validators=[currency_validator], help_text="Money only"
+    )
+    approval_above = models.BooleanField(
+        default=False, help_text="Above the budget, every new request waits for a lead"
+    )
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = VisibleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["tenant__slug"]
+
+    def __str__(self) -> str:
+        unit = self.currency if self.unit == BudgetUnit.MONEY else "GPU-eq-hours"
+        return f"{self.tenant_id}: {self.amount} {unit} a month"
+
+
+class BudgetAlert(models.Model):
+    """A threshold of a tenant's budget reached in a month: its row is made once, so the leads
+    and finance hear about each threshold once a month, however often the check runs."""
+
+    THRESHOLDS = (80, 100)
+
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+")
+    month = models.DateField()
+    threshold = models.PositiveSmallIntegerField(choices=[(t, f"{t}%") for t in THRESHOLDS])
+    percent = models.DecimalField(max_digits=12, decimal_places=1)
+    sent_at = models.DateTimeField(auto_now_add=True)
+
+    objects = VisibleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-month", "tenant__slug", "threshold"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "month", "threshold"], name="budget_alert_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} {self.month:%Y-%m} {self.threshold}%"
+
+
 def _visible_rate_cards(cards: models.QuerySet[RateCard], _user: User) -> models.QuerySet[RateCard]:
     """Everyone sees the prices that apply."""
     return cards
 
 
-def _visible_statements(
-    statements: models.QuerySet[Statement], user: User
-) -> models.QuerySet[Statement]:
-    """Finance and admins: all; leads: their tenants'; developers: none."""
-    if sees_everything(user):
-        return statements
-    return statements.filter(tenant__in=tenants_led_by(user))
+def _led_tenants_scope(tenant_path: str) -> Any:
+    """Finance and admins see all; leads their tenants' (reached through `tenant_path`);
+    developers none: who sees statements, their lines, budgets and budget alerts."""
 
+    def scope(rows: models.QuerySet[Any], user: User) -> models.QuerySet[Any]:
+        if sees_everything(user):
+            return rows
+        return rows.filter(**{f"{tenant_path}__in": tenants_led_by(user)})
 
-def _visible_lines(
-    lines: models.QuerySet[StatementLine], user: User
-) -> models.QuerySet[StatementLine]:
-    """The lines of the statements the user sees."""
-    if sees_everything(user):
-        return lines
-    return lines.filter(statement__tenant__in=tenants_led_by(user))
+    return scope
 
 
 register_scope(RateCard, _visible_rate_cards)
-register_scope(StatementLine, _visible_lines)
-register_scope(Statement, _visible_statements)
+register_scope(StatementLine, _led_tenants_scope("statement__tenant"))
+register_scope(Statement, _led_tenants_scope("tenant"))
+
+
+register_scope(Budget, _led_tenants_scope("tenant"))
+register_scope(BudgetAlert, _led_tenants_scope("tenant"))

@@ -12,7 +12,8 @@ reserved (unreserved.py).
 
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
@@ -91,6 +92,8 @@ class Line:
     rate_card: RateCard | None
     quantity: Fraction = Fraction(0)
     used_gpu_hours: Decimal = Decimal(0)
+    # The quantity by day (UTC), for the budget's burn-down.
+    days: dict[date, Fraction] = field(default_factory=dict)
 
     @property
     def rate(self) -> Decimal | None:
@@ -139,18 +142,50 @@ def _quantity(measures: Any, basis: str) -> Fraction:
 def tenant_month_priced(
     tenant: Tenant, month: date, *, basis: str, rates: RateBook | None = None
 ) -> Priced:
-    """Price `tenant`'s usage in `month` on `basis`. One grouped query for the usage (plus the
-    rate cards and the names of the offerings, models and users it names).
+    """Price `tenant`'s usage in `month` on `basis`: `month_priced` for one tenant.
 
     Raises Conflict when the month's rate cards are in more than one currency.
     """
+    priced = month_priced([tenant], month, basis=basis, rates=rates)[tenant.pk]
+    problem = currency_problem(priced)
+    if problem:
+        raise Conflict(problem)
+    return priced
+
+
+def currency_problem(priced: Priced) -> str:
+    """Why `priced` cannot be one statement (its rate cards are in more than one currency);
+    empty when it can."""
+    currencies = {line.currency for line in priced.lines if line.currency}
+    if len(currencies) <= 1:
+        return ""
+    return (
+        f"The rate cards for {priced.tenant.slug} in {priced.month:%Y-%m} are in "
+        f"{' and '.join(sorted(currencies))}: one statement takes one currency."
+    )
+
+
+def month_priced(
+    tenants: Iterable[Tenant], month: date, *, basis: str, rates: RateBook | None = None
+) -> dict[int, Priced]:
+    """Price every one of `tenants`' usage in `month` on `basis`, by tenant id (a tenant with
+    no usage has no lines). One grouped query for the usage of all of them, one for the
+    offerings' backends, and the rate cards unless `rates` is given: the number of queries does
+    not grow with the tenants.
+
+    Never raises for mixed currencies: `currency_problem` tells, tenant by tenant.
+    """
+    by_id = {tenant.pk: tenant for tenant in tenants}
+    if not by_id:
+        return {}
     rates = rates or RateBook.load()
     begin, end = month_bounds(month)
     sums = (
-        UsageRecord.objects.filter(tenant=tenant, hour__gte=begin, hour__lt=end)
+        UsageRecord.objects.filter(tenant__in=list(by_id), hour__gte=begin, hour__lt=end)
         .annotate(day=TruncDate("hour", tzinfo=UTC))
         .measure_sums(
             [
+                "tenant_id",
                 "gpu_model_id",
                 "gpu_model__name",
                 "offering_id",
@@ -162,34 +197,38 @@ def tenant_month_priced(
         )
     )
     backends = dict(
-        Offering.objects.filter(pk__in={key[2] for key in sums if key[2] is not None}).values_list(
+        Offering.objects.filter(pk__in={key[3] for key in sums if key[3] is not None}).values_list(
             "pk", "backend_id"
         )
     )
-    lines: dict[tuple[Any, ...], Line] = {}
-    for (model_id, model, offering_id, offering, user, workload, day), measures in sorted(
-        sums.items(), key=lambda item: tuple(str(value) for value in item[0])
+    per_tenant: dict[int, dict[tuple[Any, ...], Line]] = {pk: {} for pk in by_id}
+    # The same order as one tenant priced alone: lines keep their positions.
+    for (tenant_id, *key), measures in sorted(
+        sums.items(), key=lambda item: (item[0][0], tuple(str(value) for value in item[0][1:]))
     ):
+        model_id, model, offering_id, offering, user, workload, day = key
         card = rates.rate_for(model_id, backends.get(offering_id), day)
-        key = (model or "", offering or "", user or "", workload, card.pk if card else None)
-        line = lines.get(key)
+        lines = per_tenant[tenant_id]
+        line_key = (model or "", offering or "", user or "", workload, card.pk if card else None)
+        line = lines.get(line_key)
         if line is None:
-            line = lines[key] = Line(model or "", offering or "", user or "", workload, card)
-        line.quantity += _quantity(measures, basis)
+            line = lines[line_key] = Line(model or "", offering or "", user or "", workload, card)
+        quantity = _quantity(measures, basis)
+        line.quantity += quantity
+        line.days[day] = line.days.get(day, Fraction(0)) + quantity
         line.used_gpu_hours += measures.used_gpu_hours
-    # The optional share of the capacity nobody reserved (PORTAL_CHARGE_UNRESERVED).
-    for share in unreserved_capacity(begin, end, basis=basis, rates=rates).of(tenant.pk):
-        card_pk = share.rate_card.pk if share.rate_card else None
-        line = Line(share.gpu_model, "", "", share.workload, share.rate_card, share.quantity)
-        lines[(line.gpu_model, "", "", line.workload, card_pk)] = line
-    priced = Priced(tenant, month, basis, [line for line in lines.values() if line.quantity])
-    currencies = {line.currency for line in priced.lines if line.currency}
-    if len(currencies) > 1:
-        raise Conflict(
-            f"The rate cards for {tenant.slug} in {month:%Y-%m} are in "
-            f"{' and '.join(sorted(currencies))}: one statement takes one currency."
-        )
-    return priced
+    # The optional share of the capacity nobody reserved (PORTAL_CHARGE_UNRESERVED): one
+    # grouped reading for the month, shared out tenant by tenant.
+    shares = unreserved_capacity(begin, end, basis=basis, rates=rates)
+    for pk, lines in per_tenant.items():
+        for share in shares.of(pk):
+            card_pk = share.rate_card.pk if share.rate_card else None
+            line = Line(share.gpu_model, "", "", share.workload, share.rate_card, share.quantity)
+            lines[(line.gpu_model, "", "", line.workload, card_pk)] = line
+    return {
+        pk: Priced(by_id[pk], month, basis, [line for line in lines.values() if line.quantity])
+        for pk, lines in per_tenant.items()
+    }
 
 
 def price_quote(offering: Offering, gpu_eq: Fraction, hours: int) -> PriceQuote | None:

@@ -26,11 +26,12 @@ from portal.billing.models import (
 from portal.billing.pricing import (
     UNITS,
     Priced,
-    RateBook,
+    currency_problem,
     month_bounds,
+    month_priced,
     tenant_month_priced,
 )
-from portal.core.errors import Conflict, NotFound, ValidationFailed
+from portal.core.errors import NotFound, ValidationFailed
 from portal.core.models import AuditEvent
 from portal.metering.models import UsageRecord
 from tenants.access import sees_everything, tenants_led_by
@@ -120,7 +121,7 @@ def _period(month: date) -> Period | None:
     return Period.objects.filter(month=month).first()
 
 
-def _tenants_seen(user: User) -> QuerySet[Tenant]:
+def tenants_seen(user: User) -> QuerySet[Tenant]:
     """Finance and admins see every tenant's statements; leads their tenants'; others none."""
     return Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
 
@@ -133,7 +134,7 @@ def statements_for(
 
     `tenant_slug` narrows them to one tenant (priced alone); NotFound when the user may not see
     that tenant's statements."""
-    tenants = _tenants_seen(user)
+    tenants = tenants_seen(user)
     if tenant_slug is not None:
         tenants = tenants.filter(slug=tenant_slug)
         if not tenants.exists():
@@ -150,17 +151,16 @@ def statements_for(
         .values_list("tenant_id", flat=True)
         .distinct()
     )
-    rates = RateBook.load()
+    listed = list(Tenant.objects.filter(pk__in=with_usage).order_by("slug"))
+    priced = month_priced(listed, month, basis=settings.PORTAL_CHARGE_BASIS)  # all at once
     views = []
-    for tenant in Tenant.objects.filter(pk__in=with_usage).order_by("slug"):
-        try:
-            priced = tenant_month_priced(
-                tenant, month, basis=settings.PORTAL_CHARGE_BASIS, rates=rates
-            )
-        except Conflict as error:  # one tenant's mixed currencies must not hide the others
-            views.append(_unpriceable(month, tenant, str(error)))
+    for tenant in listed:
+        # One tenant's mixed currencies must not hide the others.
+        problem = currency_problem(priced[tenant.pk])
+        if problem:
+            views.append(_unpriceable(month, tenant, problem))
             continue
-        views.append(_provisional(month, tenant, priced))
+        views.append(_provisional(month, tenant, priced[tenant.pk]))
     return views
 
 
@@ -171,7 +171,7 @@ def statement_for(user: User, statement_id: str) -> StatementView:
     if match is None or not 1 <= int(match.group(2)) <= 12:
         raise NotFound("There is no such statement.")
     month = date(int(match.group(1)), int(match.group(2)), 1)
-    tenant = _tenants_seen(user).filter(slug=match.group(3)).first()
+    tenant = tenants_seen(user).filter(slug=match.group(3)).first()
     if tenant is None:
         raise NotFound("There is no such statement.")
     period = _period(month)

@@ -1,28 +1,42 @@
-"""Chargeback's writes: rate cards, and closing and reopening months. Each one transaction
-with its audit event."""
+"""Chargeback's writes: rate cards, closing and reopening months, and budgets with their
+notifications. Each one transaction with its audit event."""
 
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
-from portal.accounts.models import User
-from portal.billing.models import Period, PeriodState, RateCard, Statement, StatementLine
-from portal.billing.pricing import RateBook, month_bounds, tenant_month_priced
+from portal.accounts.models import GlobalRole, User
+from portal.billing.budgets import budget_status
+from portal.billing.models import (
+    Budget,
+    BudgetAlert,
+    BudgetUnit,
+    Period,
+    PeriodState,
+    RateCard,
+    Statement,
+    StatementLine,
+)
+from portal.billing.pricing import currency_problem, month_bounds, month_priced
 from portal.catalog.models import GpuModel, SharingBackend
-from portal.core.audit import audit_record
+from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import (
     Conflict,
     InvalidTransition,
+    NotFound,
     PermissionDenied,
     ValidationFailed,
 )
+from portal.core.validators import model_problems
 from portal.metering.models import MeteringState, UsageRecord
-from tenants.models import Tenant
+from tenants.models import MemberRole, Membership, Tenant
 
 
 def _may_price(actor: User) -> None:
@@ -122,10 +136,16 @@ def period_close(*, actor: User, month: date) -> Period:
         .values_list("tenant_id", flat=True)
         .distinct()
     )
-    rates = RateBook.load()
+    tenants = list(Tenant.objects.filter(pk__in=tenant_ids).order_by("slug"))
+    month_prices = month_priced(tenants, first, basis=basis)
+    problems = [
+        problem for priced in month_prices.values() if (problem := currency_problem(priced))
+    ]
+    if problems:
+        raise Conflict(" ".join(problems))
     totals = {}
-    for tenant in Tenant.objects.filter(pk__in=tenant_ids).order_by("slug"):
-        priced = tenant_month_priced(tenant, first, basis=basis, rates=rates)
+    for tenant in tenants:
+        priced = month_prices[tenant.pk]
         statement = Statement.objects.create(
             period=period,
             tenant=tenant,
@@ -197,3 +217,162 @@ def period_reopen(*, actor: User, month: date, reason: str) -> Period:
         comment=reason.strip(),
     )
     return period
+
+
+# Budgets
+
+
+def _may_budget(actor: User) -> None:
+    if not (actor.is_finance or actor.is_portal_admin):
+        raise PermissionDenied("Only finance and admins set budgets; leads read them.")
+
+
+BUDGET_FIELDS = ("unit", "amount", "currency", "approval_above")
+
+
+@transaction.atomic
+def budget_set(
+    *,
+    actor: User,
+    tenant: Tenant,
+    unit: str,
+    amount: Decimal | str,
+    currency: str = "",
+    approval_above: bool = False,
+) -> Budget:
+    """Give `tenant` a monthly budget, or change it: `amount` (more than 0, at most 16 whole
+    digits and 2 decimals) of money in `currency` (ISO 4217, required for money) or of
+    GPU-eq-hours (no currency). With `approval_above`, once the month has used the budget up
+    every new request of the tenant waits for a lead. A new amount or unit starts the month's
+    80% and 100% notifications afresh."""
+    _may_budget(actor)
+    problems: dict[str, list[str]] = {}
+    try:
+        value = Decimal(str(amount).strip())
+        if not value.is_finite():
+            raise InvalidOperation
+    except InvalidOperation:
+        problems["amount"] = ["Give an amount like 1500 or 1500.50."]
+        value = Decimal(1)
+    currency = currency.strip().upper() if unit == BudgetUnit.MONEY else ""
+    if unit == BudgetUnit.MONEY and not currency:
+        problems["currency"] = ["A budget in money needs its currency (ISO 4217), e.g. EUR."]
+    budget = Budget.objects.select_for_update().filter(tenant=tenant).first() or Budget(
+        tenant=tenant
+    )
+    before = {} if budget._state.adding else snapshot(budget, BUDGET_FIELDS)
+    budget.unit, budget.amount, budget.currency = unit, value, currency
+    budget.approval_above = approval_above
+    budget.updated_by = actor
+    for name, messages in model_problems(budget, exclude=["tenant", "updated_by"]).items():
+        problems.setdefault(name, []).extend(messages)
+    if problems:
+        raise ValidationFailed.of("budget", problems)
+    budget.amount = value.quantize(Decimal("0.01"))  # as stored, for the audit
+    changed = changes_between(before, snapshot(budget, BUDGET_FIELDS), BUDGET_FIELDS)
+    if before and not changed:
+        return budget
+    budget.save()
+    if "unit" in changed or "amount" in changed:
+        BudgetAlert.objects.filter(tenant=tenant, month=_this_month()).delete()
+    audit_record(actor=actor, action="budget.set", target=budget, tenant=tenant, changes=changed)
+    return budget
+
+
+@transaction.atomic
+def budget_remove(*, actor: User, tenant: Tenant) -> None:
+    """Take `tenant`'s budget away (finance, admins); NotFound when it has none."""
+    _may_budget(actor)
+    budget = Budget.objects.select_for_update().filter(tenant=tenant).first()
+    if budget is None:
+        raise NotFound("This tenant has no budget.")
+    audit_record(
+        actor=actor,
+        action="budget.remove",
+        target=budget,
+        tenant=tenant,
+        changes=changes_between(snapshot(budget, BUDGET_FIELDS), {}, BUDGET_FIELDS),
+    )
+    BudgetAlert.objects.filter(tenant=tenant, month=_this_month()).delete()
+    budget.delete()
+
+
+def _this_month() -> date:
+    return timezone.now().astimezone(UTC).date().replace(day=1)
+
+
+def budgets_check(*, now: datetime | None = None) -> int:
+    """Periodic: for every tenant with a budget, this month's spending so far; a threshold
+    (80%, 100%) reached for the first time this month is recorded (a BudgetAlert row, unique
+    per tenant, month and threshold), audited and mailed to the tenant's leads and to finance
+    once the transaction commits. Running it twice, or twice at once, notifies nobody twice.
+    A tenant whose month cannot be priced is skipped. Returns how many alerts it made."""
+    from portal.billing.tasks import send_budget_alert  # noqa: PLC0415  (services send tasks)
+
+    made = 0
+    for budget in Budget.objects.select_related("tenant").order_by("tenant__slug"):
+        status = budget_status(budget, now=now)
+        if status.problem:
+            continue
+        for threshold in BudgetAlert.THRESHOLDS:
+            if status.percent < threshold:
+                continue
+            with transaction.atomic():
+                alert, created = BudgetAlert.objects.get_or_create(
+                    tenant=budget.tenant,
+                    month=status.month,
+                    threshold=threshold,
+                    defaults={"percent": status.percent},
+                )
+                if not created:
+                    continue
+                audit_record(
+                    actor=None,
+                    action="budget.alert",
+                    target=alert,
+                    tenant=budget.tenant,
+                    changes={"percent": [None, str(status.percent)]},
+                    comment=f"{status.spent} of {budget.amount} {status.unit_label} spent in "
+                    f"{status.month:%Y-%m}; {status.projected} projected by the month's end.",
+                )
+                send_budget_alert.delay(alert.pk)
+                made += 1
+    return made
+
+
+def budget_alert_recipients(tenant: Tenant) -> list[str]:
+    """The tenant's leads and every finance user, by email."""
+    leads = Membership.objects.filter(tenant=tenant, role=MemberRole.LEAD, user__is_active=True)
+    finance = User.objects.filter(global_role=GlobalRole.FINANCE, is_active=True)
+    emails = {
+        *leads.values_list("user__email", flat=True),
+        *finance.values_list("email", flat=True),
+    }
+    return sorted(email for email in emails if email)
+
+
+def budget_alert_send(*, alert_id: int) -> int:
+    """Email one budget alert to the tenant's leads and finance; how many messages went out
+    (none when the alert is gone, e.g. the budget was changed since)."""
+    alert = BudgetAlert.objects.select_related("tenant").filter(pk=alert_id).first()
+    budget = Budget.objects.filter(tenant_id=alert.tenant_id).first() if alert else None
+    if alert is None or budget is None:
+        return 0
+    to = budget_alert_recipients(alert.tenant)
+    if not to:
+        return 0
+    # The alert's month, as it stands now (or at its end, for a mail sent after it).
+    now = min(timezone.now(), month_bounds(alert.month)[1] - timedelta(seconds=1))
+    status = budget_status(budget, now=now)
+    unit = status.unit_label
+    subject = f"Budget of {alert.tenant.slug}: {alert.threshold}% reached in {alert.month:%Y-%m}"
+    body = (
+        f"{alert.tenant.name} has spent {status.spent} of its {budget.amount} {unit} budget "
+        f"for {alert.month:%Y-%m} ({status.percent}%).\n"
+        f"At the rate so far it will reach {status.projected} {unit} by the month's end "
+        f"({status.projected_percent}%).\n"
+    )
+    if budget.approval_above:
+        body += "Once the budget is used up, every new request waits for a lead's approval.\n"
+    link = f"{settings.PORTAL_BASE_URL}{reverse('tenants:detail', args=[alert.tenant.slug])}"
+    return send_mail(subject, f"{body}\n{link}\n", None, to)

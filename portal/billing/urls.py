@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal.billing import views
+from portal.billing import budget_views, views
 
 app_name = "billing"
 urlpatterns = [
@@ -16,4 +16,6 @@ urlpatterns = [
     path("periods/<str:period>/close/", views.close, name="period-close"),
     path("periods/<str:period>/reopen/", views.reopen, name="period-reopen"),
     path("rates/", views.rates, name="rates"),
+    path("budgets/<slug:slug>/", budget_views.budget_save, name="budget-set"),
+    path("budgets/<slug:slug>/remove/", budget_views.budget_delete, name="budget-remove"),
 ]

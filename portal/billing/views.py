@@ -7,6 +7,7 @@ Everyone signed in sees the rate cards. Reads go through portal.billing.selector
 through portal.billing.services; refusals are shown where the user acted, with their status.
 """
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -24,6 +25,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from portal.accounts.models import User
 from portal.billing import downloads
+from portal.billing.budget_views import BudgetPanel
+from portal.billing.budgets import budget_column
 from portal.billing.forms import ChargebackFilterForm, PeriodReopenForm, RateCardForm
 from portal.billing.models import PeriodState, RateCard
 from portal.billing.selectors import (
@@ -39,6 +42,7 @@ from portal.billing.selectors import (
     statements_for,
 )
 from portal.billing.services import period_close, period_reopen, rate_card_create
+from portal.billing.spend import CHART_MONTHS, shift, spend_charts, spend_for
 from portal.core.errors import Conflict, PermissionDenied, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
@@ -110,11 +114,6 @@ def _grand_totals(statements: list[StatementView]) -> list[tuple[str, Decimal]]:
     return sorted(totals.items())
 
 
-def _shift(month: date, months: int) -> date:
-    index = month.year * 12 + month.month - 1 + months
-    return date(index // 12, index % 12 + 1, 1)
-
-
 def _sort_links(query: dict[str, str], sort: str) -> dict[str, dict[str, str]]:
     """Per sortable column: the query sorting by it (the other way round when it is the current
     sort) and its aria-sort."""
@@ -152,10 +151,13 @@ def _statements_page(
         listed = [
             view for view in statements_for(user, month) if not centre or view.cost_centre == centre
         ]
+        budgets_used = budget_column(month, listed)
+        for view in listed:
+            view.budget_used = budgets_used.get(view.tenant.pk, "")  # type: ignore[attr-defined]
         period = periods().filter(month=month).first()
         closed = period is not None and period.state == PeriodState.CLOSED
         query = {"period": f"{month:%Y-%m}", **({"cost_centre": centre} if centre else {})}
-        following = _shift(month, 1)
+        following = shift(month, 1)
         context |= {
             "month": month,
             "month_text": f"{month:%Y-%m}",
@@ -166,10 +168,11 @@ def _statements_page(
             "centre_totals": _centre_totals(listed),
             "grand_totals": _grand_totals(listed),
             "sort_links": _sort_links(query, sort),
-            "previous": f"{_shift(month, -1):%Y-%m}",
+            "previous": f"{shift(month, -1):%Y-%m}",
             "following": f"{following:%Y-%m}" if following <= current_month() else "",
             "may_close": _may_close(user) and not closed and month < current_month(),
             "may_reopen": user.is_portal_admin and closed,
+            **_spend_context(user, month, centre),
         }
     else:
         status = 400
@@ -177,6 +180,20 @@ def _statements_page(
     if request.htmx and request.method == "GET":
         template += "#chargeback"
     return render(request, template, context, status=status)
+
+
+def _spend_context(user: User, month: date, cost_centre: str) -> dict[str, Any]:
+    """The spend chart of the CHART_MONTHS months up to `month` (one per currency), its table
+    and the data static/js/usage-charts.js draws it from."""
+    first = shift(month, 1 - CHART_MONTHS)
+    spend = spend_for(user, first, month, cost_centre=cost_centre or None)
+    charts = spend_charts(spend)
+    return {
+        "spend_first": f"{first:%Y-%m}",
+        "spend_charts": charts,
+        "spend_problems": [row for row in spend.rows if row.problem],
+        "chart_json": json.dumps({"tables": [chart.as_data() for chart in charts]}),
+    }
 
 
 def _filter_form(user: User, data: dict[str, str]) -> ChargebackFilterForm:
@@ -263,6 +280,8 @@ def statement(request: AuthenticatedHttpRequest, statement_id: str) -> HttpRespo
         "page_lines": PAGE_LINES,
         "used_gpu_hours": hours_text(sum((line.used_gpu_hours for line, _ in lines), Decimal(0))),
         "history": statement_history(view),
+        # The running month's statement shows the budget's burn-down beside it.
+        "budget_panel": BudgetPanel(view.tenant) if view.month == current_month() else None,
     }
     return render(request, "billing/statement.html", context)
 

@@ -16,13 +16,18 @@ from portal.metering.synthetic import SyntheticSource
 logger = logging.getLogger(__name__)
 
 
+def cluster_metered(cluster: Cluster) -> bool:
+    """Whether metering has a source for the cluster: a Prometheus, or the demo's."""
+    return bool(settings.PORTAL_SYNTHETIC_METRICS or cluster.metrics_url)
+
+
 def metrics_source_for(cluster: Cluster) -> MetricsSource | None:
     """The cluster's Prometheus (its own URL, else PROMETHEUS_URL), the demo's synthetic
     source when PORTAL_SYNTHETIC_METRICS is on, or None: the cluster is not metered."""
+    if not cluster_metered(cluster):
+        return None
     if settings.PORTAL_SYNTHETIC_METRICS:
         return SyntheticSource(cluster)
-    if not cluster.metrics_url:
-        return None
     gateway = PrometheusGateway(
         base_url=cluster.metrics_url, timeout_seconds=settings.PROMETHEUS_TIMEOUT_SECONDS
     )

@@ -1,5 +1,6 @@
-/* Usage charts: draws each chart of a usage page with uPlot (static/vendor) from the data the
- * page hands over in <script type="application/json" id="usage-data"> (Django's json_script).
+/* Usage charts: draws each chart of a usage page (and the chargeback page's spend) with uPlot (static/vendor) from the data the
+ * page hands over in <script type="application/json" id="usage-data"> (Django's json_script),
+ * or in the data-json attribute of the element with that id.
  * The data are the rows of the table beside the chart, so both show the same numbers.
  * No inline script and no eval: the site's Content-Security-Policy allows neither. */
 (function () {
@@ -75,13 +76,84 @@
     container.setAttribute("data-drawn", "true");
   }
 
+  // Stacked bars (chart.kind "stacked-bars"): one bar per row (e.g. a month), a segment per
+  // series from the first (bottom) up. uPlot paints series in order, so each series is drawn as
+  // the running total up to it, the whole stack first and the bottom series last, on top; the
+  // legend shows each series' own value. The x axis is the rows' labels, not a time scale.
+  var BAR_COLOURS = ["#0b6e4f", "#1570ef", "#b54708", "#6941c6", "#b42318", "#0e9384",
+    "#c11574", "#4e5ba6", "#854a0e"];
+  var OTHER_COLOUR = "#98a2b3";
+
+  function drawBars(table, container) {
+    var chart = table.chart;
+    var at = function (name) { return table.columns.indexOf(name); };
+    var labels = {};
+    table.columns.forEach(function (name, i) { labels[name] = table.labels[i]; });
+    var names = table.rows.map(function (row) { return row[at(chart.x)]; });
+    var xs = names.map(function (_, i) { return i; });
+    var own = chart.series.map(function (name) {
+      return table.rows.map(function (row) { return parseFloat(row[at(name)]) || 0; });
+    });
+    var running = xs.map(function () { return 0; });
+    var stacked = own.map(function (values) {
+      running = running.map(function (sum, i) { return sum + values[i]; });
+      return running.slice();
+    });
+    var top = running.reduce(function (a, b) { return Math.max(a, b); }, 0);
+    var order = own.map(function (_, i) { return own.length - 1 - i; });
+    var bars = uPlot.paths.bars({ size: [0.6, 64] });
+    var box = document.createElement("figure");
+    box.className = "usage-chart-box";
+    container.appendChild(box);
+    var options = {
+      width: Math.max(320, container.clientWidth - 8),
+      height: 280,
+      scales: {
+        x: { time: false, range: [-0.5, Math.max(xs.length - 0.5, 0.5)] },
+        y: { range: [0, top > 0 ? top * 1.1 : 1] },
+      },
+      axes: [
+        {
+          splits: function () { return xs; },
+          values: function (u, ticks) { return ticks.map(function (t) { return names[t] || ""; }); },
+        },
+        { label: chart.unit || "", size: 70 },
+      ],
+      series: [{
+        label: labels[chart.x],
+        value: function (u, v) { return v == null ? "—" : names[v]; },
+      }].concat(order.map(function (i) {
+        var name = chart.series[i];
+        var colour = name.charAt(0) === "_" ? OTHER_COLOUR : BAR_COLOURS[i % BAR_COLOURS.length];
+        return {
+          label: labels[name],
+          stroke: colour,
+          fill: colour,
+          width: 1,
+          paths: bars,
+          points: { show: false },
+          value: function (u, v, s, idx) { return idx == null ? "—" : own[i][idx].toFixed(2); },
+        };
+      })),
+    };
+    new uPlot(options, [xs].concat(order.map(function (i) { return stacked[i]; })), box);
+    container.setAttribute("data-drawn", "true");
+  }
+
   function drawAll() {
+    // A <script type="application/json"> (json_script), or an element with the JSON in its
+    // data-json attribute where htmx swaps the page part in (htmx drops swapped-in scripts).
     var source = document.getElementById("usage-data");
     if (!source || typeof uPlot === "undefined") { return; }
-    var data = JSON.parse(source.textContent);
+    var data = JSON.parse(source.tagName === "SCRIPT" ? source.textContent : source.dataset.json);
     data.tables.forEach(function (table) {
       var container = document.querySelector('[data-chart="' + table.name + '"]');
-      if (container && table.rows.length) { draw(table, container); }
+      if (!container || !table.rows.length || container.getAttribute("data-drawn")) { return; }
+      if (table.chart.kind === "stacked-bars") {
+        drawBars(table, container);
+      } else {
+        draw(table, container);
+      }
     });
   }
 
@@ -90,4 +162,6 @@
   } else {
     drawAll();
   }
+  // A page part htmx swapped in (e.g. another month) brings its own data and empty charts.
+  document.addEventListener("htmx:afterSettle", drawAll);
 })();

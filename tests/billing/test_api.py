@@ -559,13 +559,13 @@ def more_tenants(books: Books, admin: User, vision: Tenant, count: int) -> None:
     books.collect()
 
 
-# The statements list of an open month: five queries (session, user, period, rate cards, the
-# tenants with usage) and two more per tenant with usage, which grow with the tenants: its
-# grouped usage and its offerings' backends (`tenant_month_priced`, one tenant at a time). A
-# closed month reads its stored statements at once, whatever their number; a page of a final
-# statement's lines reads that page (and a count), whatever the statement's size.
-LIST_QUERIES = 5
-PER_OPEN_TENANT = 2
+# The statements list of an open month: session, user, period, the tenants with usage, rate
+# cards, and the grouped usage and its offerings' backends of all tenants at once
+# (`month_priced`): none grow with the tenants. A closed month reads its stored statements at
+# once, whatever their number; a page of a final statement's lines reads that page (and a
+# count), whatever the statement's size.
+LIST_QUERIES = 7
+PER_OPEN_TENANT = 0
 CLOSED_QUERIES = 4
 LINES_QUERIES = 8
 

@@ -1,11 +1,16 @@
 import socket
+from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from portal.core.models import WorkerHeartbeat
+from portal.core.services import worker_heartbeat_record
 from portal.core.tasks import worker_heartbeat
 from tests.conftest import wait_until
+from tests.harness.services import free_port
+from tests.scrape import scraped
 
 
 def test_metrics_are_served_to_the_configured_networks(client: Client, db) -> None:
@@ -53,3 +58,40 @@ def test_a_real_worker_runs_tasks_from_redis_and_their_outcome_is_a_metric(
         what="the task outcome to be counted",
     )
     assert line == f"{counted} 1.0"
+
+
+def test_readiness_of_each_dependency_is_a_metric(client: Client, db, settings) -> None:
+    assert scraped(client, "portal_ready") == {
+        (("dependency", "database"),): 1.0,
+        (("dependency", "redis"),): 1.0,
+    }
+
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+
+    assert scraped(client, "portal_ready") == {
+        (("dependency", "database"),): 1.0,
+        (("dependency", "redis"),): 0.0,
+    }
+
+
+def test_tasks_waiting_in_the_broker_are_the_queue_length(
+    client: Client, db, redis_client, django_capture_on_commit_callbacks
+) -> None:
+    assert scraped(client, "portal_celery_queue_length") == {(("queue", "celery"),): 0.0}
+
+    with django_capture_on_commit_callbacks(execute=True):
+        worker_heartbeat.delay()  # no worker: they wait in Redis
+        worker_heartbeat.delay()
+
+    assert scraped(client, "portal_celery_queue_length") == {(("queue", "celery"),): 2.0}
+
+
+def test_the_latest_worker_heartbeat_is_a_timestamp(client: Client, db) -> None:
+    assert scraped(client, "portal_worker_heartbeat_timestamp_seconds") == {}
+    worker_heartbeat_record(worker="old")
+    WorkerHeartbeat.objects.filter(worker="old").update(beat_at=timezone.now() - timedelta(hours=1))
+    latest = worker_heartbeat_record(worker="new")
+
+    assert scraped(client, "portal_worker_heartbeat_timestamp_seconds") == {
+        (): latest.beat_at.timestamp()
+    }

@@ -7,7 +7,9 @@ from django.test import override_settings
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest
-from portal.billing.models import Period, RateCard, Statement
+from portal.billing.budgets import budget_status
+from portal.billing.models import Budget, Period, RateCard, Statement
+from portal.core.models import AuditEvent
 from portal.demo.management.commands.demo_data import DEMO_PASSWORD
 from portal.metering.models import MeteringState, UsageCapacity, UsageRecord, UsageWindow
 from portal.metering.selectors import UsageQuery, usage_totals
@@ -85,6 +87,14 @@ def test_demo_data_loads_weeks_of_synthetic_usage_once(db) -> None:
     assert all(statement.total > 0 and statement.currency == "EUR" for statement in statements)
     assert not Period.objects.filter(month=this_month, state="closed").exists()
     assert RateCard.objects.filter(gpu_model__slug="h100-80gb").count() == 2
+    # Budgets: vision's in money, used past 80% whenever this month has usage yet; nlp's in
+    # GPU-eq-hours, holding requests for a lead once used up. A second run changed neither.
+    budgets = {budget.tenant.slug: budget for budget in Budget.objects.select_related("tenant")}
+    assert (budgets["vision"].unit, budgets["vision"].currency) == ("money", "EUR")
+    assert (budgets["nlp"].unit, budgets["nlp"].approval_above) == ("gpu_eq_hours", True)
+    vision = budget_status(budgets["vision"])
+    assert vision.spent == 0 or vision.percent >= 80
+    assert AuditEvent.objects.filter(action="budget.set").count() == 2
 
 
 def test_without_synthetic_metrics_the_demo_loads_no_usage(db, capsys) -> None:

@@ -8,11 +8,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Page, expect
+from playwright.sync_api import Page, expect
 
 from portal.billing.models import Period, PeriodState
 from portal.core.models import AuditEvent
 from tests.billing.test_pages import PERIOD, ledger, month  # noqa: F401  (fixtures)
+from tests.e2e.console import console_problems
 from tests.e2e.test_tenant_admin_journey import sign_in
 
 pytestmark = pytest.mark.browser
@@ -25,14 +26,7 @@ def test_finance_closes_last_month_downloads_the_csv_and_a_lead_sees_the_final_s
     finance_user,
     lead,
 ) -> None:
-    problems: list[str] = []
-
-    def watch(message: ConsoleMessage) -> None:
-        if message.type == "error" or "Content Security Policy" in message.text:
-            problems.append(message.text)
-
-    page.on("console", watch)
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = console_problems(page)
 
     # Finance lands on Chargeback and picks last month with the period picker (htmx swaps it).
     sign_in(page, live_server.url, "finance")

@@ -7,9 +7,10 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Page, expect
+from playwright.sync_api import Page, expect
 
 from portal.allocations.models import GpuRequest, RequestState
+from tests.e2e.console import console_problems
 from tests.e2e.test_tenant_admin_journey import sign_in
 from tests.metering.usage_data import scenario
 from tests.workloads.conftest import gpu_tenant  # noqa: F401  (a fixture)
@@ -31,14 +32,7 @@ def test_a_lead_reads_the_tenants_usage_chart_table_and_csv_and_releases_an_idle
     usage = scenario(
         tenant=gpu_tenant, developer=developer, lead=lead, offering=catalog["a100-80gb-whole"]
     )
-    problems: list[str] = []
-
-    def watch(message: ConsoleMessage) -> None:
-        if message.type == "error" or "Content Security Policy" in message.text:
-            problems.append(message.text)
-
-    page.on("console", watch)
-    page.on("pageerror", lambda error: problems.append(str(error)))
+    problems = console_problems(page)
     sign_in(page, live_server.url, "lead")
 
     # From My usage, the lead follows the link to the tenant's usage.

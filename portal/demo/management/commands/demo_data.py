@@ -9,6 +9,7 @@ Safe to run again: what exists already is kept as it is, so a second run changes
 """
 
 from datetime import UTC, datetime, timedelta
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from django.conf import settings
@@ -23,8 +24,9 @@ from portal.allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
-from portal.billing.models import Period, PeriodState, RateCard
-from portal.billing.services import period_close, rate_card_create
+from portal.billing.budgets import budget_status
+from portal.billing.models import Budget, BudgetUnit, Period, PeriodState, RateCard
+from portal.billing.services import budget_set, period_close, rate_card_create
 from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
 from portal.catalog.presets import catalog_presets_load
 from portal.catalog.services import gpu_pool_create
@@ -153,6 +155,7 @@ class Command(BaseCommand):
         self._history(users={user.username: user for user in User.objects.all()}, tenants=tenants)
         self._usage(cluster)
         self._chargeback()
+        self._budgets()
         self.stdout.write(
             self.style.SUCCESS("Demo data is loaded. Sign in at http://127.0.0.1:8000/")
         )
@@ -326,6 +329,28 @@ class Command(BaseCommand):
             self.stdout.write(f"{last_month:%Y-%m} is not closed: {error}")
             return
         self.stdout.write(f"Chargeback: {last_month:%Y-%m} closed, {this_month:%Y-%m} provisional.")
+
+    def _budgets(self) -> None:
+        """Two budgets: vision's in money, sized so this month has used about 85% of it (the
+        80% notice is due), and nlp's in GPU-eq-hours at about half, holding its requests for
+        a lead once used up."""
+        if Budget.objects.exists():
+            return
+        finance = User.objects.get(username="finance")
+        plans = [
+            ("vision", BudgetUnit.MONEY, "EUR", Decimal("0.85"), Decimal(500), False),
+            ("nlp", BudgetUnit.GPU_EQ_HOURS, "", Decimal("0.5"), Decimal(200), True),
+        ]
+        for slug, unit, currency, share, fallback, approval_above in plans:
+            tenant = Tenant.objects.get(slug=slug)
+            plan = Budget(tenant=tenant, unit=unit, amount=fallback, currency=currency)
+            spent = budget_status(plan).spent  # this month so far, for sizing (not saved)
+            amount = (spent / share).quantize(Decimal("0.01"), ROUND_CEILING) if spent else fallback
+            budget_set(
+                actor=finance, tenant=tenant, unit=unit, amount=amount, currency=currency,
+                approval_above=approval_above,
+            )  # fmt: skip
+            self.stdout.write(f"Budget of {slug}: {amount} {currency or 'GPU-eq-hours'} a month.")
 
     def _usage(self, cluster: Cluster) -> None:
         """Three weeks of usage from the synthetic metrics, through the collection code."""

@@ -1,0 +1,17 @@
+"""Celery tasks for chargeback: the periodic budget check and its notifications."""
+
+from celery import shared_task
+
+from portal.billing.services import budget_alert_send, budgets_check
+
+
+@shared_task(autoretry_for=(ConnectionError,))
+def check_budgets() -> int:
+    """Periodic (PORTAL_BUDGET_CHECK_SECONDS): notify each budget's 80% and 100% once a month."""
+    return budgets_check()
+
+
+@shared_task(autoretry_for=(OSError,))
+def send_budget_alert(alert_id: int) -> int:
+    """Email one budget alert to the tenant's leads and finance (after the alert committed)."""
+    return budget_alert_send(alert_id=alert_id)
