@@ -53,6 +53,8 @@ api_v1 = [
     path("gpu-models/<slug:slug>/", catalog_api.GpuModelDetail.as_view(), name="gpu-model"),
     path("offerings/", catalog_api.OfferingList.as_view(), name="offerings"),
     path("offerings/<slug:slug>/", catalog_api.OfferingDetail.as_view(), name="offering"),
+    path("pools/", catalog_api.GpuPoolList.as_view(), name="pools"),
+    path("pools/<slug:cluster>/<slug:name>/", catalog_api.GpuPoolDetail.as_view(), name="pool"),
     path("notebook-images/", catalog_api.NotebookImageList.as_view(), name="notebook-images"),
     path(
         "notebook-images/<slug:slug>/",

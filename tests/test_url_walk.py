@@ -17,7 +17,7 @@ from portal.accounts.tokens import api_token_create
 from portal.allocations.services import gpu_request_submit
 from portal.billing.selectors import current_month
 from portal.billing.services import budget_set
-from portal.catalog.services import notebook_image_create, offering_create
+from portal.catalog.services import gpu_pool_create, notebook_image_create, offering_create
 from portal.cluster.models import ProvisioningRun
 from portal.cluster.services import cluster_create
 from portal.directory.services import directory_member_queue
@@ -124,6 +124,9 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "api:gpu-model": ("get", "gpu_model", (401, 200, 200, 200, 200, 200)),
     "api:offerings": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:offering": ("get", "offering", (401, 200, 200, 200, 200, 200)),
+    # Pools are part of the catalog: everyone signed in reads them, admins write.
+    "api:pools": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:pool": ("get", "pool", (401, 200, 200, 200, 200, 200)),
     "api:notebook-images": ("get", "", (401, 200, 200, 200, 200, 200)),
     # An enabled image: everyone signed in reads it (a disabled one is the admins' alone).
     "api:notebook-image": ("get", "notebook_image", (401, 200, 200, 200, 200, 200)),
@@ -209,9 +212,10 @@ def walk_kwargs(
     tenant_a, developer, lead, outsider, finance_user, admin_user
 ) -> dict[str, dict[str, Any]]:
     model = a100(admin_user)
+    backend = mig_backend(admin_user)
     offering = offering_create(
         actor=admin_user, slug="a100-mig-1g", name="A100 1g.10gb", gpu_model=model,
-        backend=mig_backend(admin_user), size="1g.10gb",
+        backend=backend, size="1g.10gb",
         resources={"nvidia.com/mig-1g.10gb": "1"}, gpu_eq="1/7",
     )  # fmt: skip
     notebook_image = notebook_image_create(
@@ -230,6 +234,9 @@ def walk_kwargs(
     assert pending.state == "pending"
     page_request = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=8)
     cluster = cluster_create(actor=None, name="walk")
+    pool = gpu_pool_create(
+        actor=admin_user, cluster=cluster.name, name="a100-mig", gpu_model=model, backend=backend
+    )
     run = ProvisioningRun.objects.get(cluster=cluster, tenant=tenant_a)
     allocation = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=1)
     notebook = notebook_launch(
@@ -254,6 +261,7 @@ def walk_kwargs(
         "quota_request": {"slug": tenant_a.slug, "pk": quota_request.pk},
         "gpu_model": {"slug": model.slug},
         "offering": {"slug": offering.slug},
+        "pool": {"cluster": pool.cluster, "name": pool.name},
         "notebook_image": {"slug": notebook_image.slug},
         "notebook": {"pk": notebook.pk},
         "tenant_allocation": {"slug": tenant_a.slug, "pk": allocation.pk},

@@ -1,5 +1,5 @@
-"""`gpu-models/`, `offerings/` and `notebook-images/`: everyone signed in reads the catalog;
-admins change it. Disabled notebook images are for admins' eyes only."""
+"""`gpu-models/`, `offerings/`, `pools/` and `notebook-images/`: everyone signed in reads the
+catalog; admins change it. Disabled notebook images are for admins' eyes only."""
 
 from collections.abc import Callable
 from typing import Any
@@ -13,10 +13,11 @@ from rest_framework.response import Response
 
 from portal.accounts.models import User
 from portal.catalog import services
-from portal.catalog.filters import NotebookImageFilter, OfferingFilter
-from portal.catalog.models import GpuModel, NotebookImage, Offering
+from portal.catalog.filters import GpuPoolFilter, NotebookImageFilter, OfferingFilter
+from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering
 from portal.catalog.serializers import (
     GpuModelSerializer,
+    GpuPoolSerializer,
     NotebookImageSerializer,
     OfferingSerializer,
 )
@@ -33,7 +34,9 @@ def _admin(request: Request) -> User:
     return user
 
 
-class _CatalogList[M: (GpuModel, Offering, NotebookImage)](ListModelMixin, GenericAPIView[M]):
+class _CatalogList[M: (GpuModel, Offering, GpuPool, NotebookImage)](
+    ListModelMixin, GenericAPIView[M]
+):
     """List (everyone signed in) and create (admins, through `create`, one catalog service)."""
 
     create: Callable[..., M]
@@ -112,6 +115,47 @@ class OfferingDetail(GenericAPIView[Offering]):
         fields: dict[str, Any] = dict(serializer.validated_data)
         offering = services.offering_update(actor=actor, offering=offering, **fields)
         return Response(self.get_serializer(offering).data)
+
+
+class GpuPoolList(_CatalogList[GpuPool]):
+    """GPU pools (nodes of one model in one cluster, shared with one backend): list (everyone
+    signed in; `?cluster=`, `?gpu_model=`, `?backend=` narrow it), create (admins; the
+    cluster must be registered)."""
+
+    serializer_class = GpuPoolSerializer
+    queryset = GpuPool.objects.select_related("gpu_model", "backend")
+    filterset_class = GpuPoolFilter
+    create = staticmethod(services.gpu_pool_create)
+
+
+class GpuPoolDetail(GenericAPIView[GpuPool]):
+    """One pool, by cluster and name: read (everyone signed in), change and delete (admins)."""
+
+    serializer_class = GpuPoolSerializer
+    queryset = GpuPool.objects.select_related("gpu_model", "backend")
+
+    def get_object(self) -> GpuPool:
+        cluster, name = self.kwargs["cluster"], self.kwargs["name"]
+        pool = self.get_queryset().filter(cluster=cluster, name=name).first()
+        if pool is None:
+            raise NotFound(f"There is no pool {name!r} in cluster {cluster!r}.")
+        return pool
+
+    def get(self, request: Request, cluster: str, name: str) -> Response:
+        return Response(self.get_serializer(self.get_object()).data)
+
+    def patch(self, request: Request, cluster: str, name: str) -> Response:
+        actor = _admin(request)
+        pool = self.get_object()
+        serializer = self.get_serializer(pool, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        pool = services.gpu_pool_update(actor=actor, pool=pool, **serializer.validated_data)
+        return Response(self.get_serializer(pool).data)
+
+    def delete(self, request: Request, cluster: str, name: str) -> Response:
+        actor = _admin(request)
+        services.gpu_pool_delete(actor=actor, pool=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class NotebookImageList(_CatalogList[NotebookImage]):

@@ -1,9 +1,9 @@
-"""The filters of the catalog's lists (`offerings/`, `notebook-images/`)."""
+"""The filters of the catalog's lists (`offerings/`, `pools/`, `notebook-images/`)."""
 
 from django.utils.translation import gettext_lazy as _
 from django_filters import CharFilter, FilterSet
 
-from portal.catalog.models import NotebookImage, Offering
+from portal.catalog.models import GpuPool, NotebookImage, Offering
 from portal.core.filters import StrictBooleanFilter
 
 
@@ -31,4 +31,18 @@ class NotebookImageFilter(FilterSet):
 
     class Meta:
         model = NotebookImage
+        fields: tuple[str, ...] = ()
+
+
+class GpuPoolFilter(FilterSet):
+    cluster = CharFilter(label=_("Cluster"), help_text=_("cluster name"))
+    gpu_model = CharFilter(
+        field_name="gpu_model__slug", label=_("GPU model"), help_text=_("GPU model slug")
+    )
+    backend = CharFilter(
+        field_name="backend__slug", label=_("Backend"), help_text=_("sharing backend slug")
+    )
+
+    class Meta:
+        model = GpuPool
         fields: tuple[str, ...] = ()

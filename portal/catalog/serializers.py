@@ -72,12 +72,17 @@ class SharingBackendSerializer(serializers.ModelSerializer[SharingBackend]):
 
 
 class GpuPoolSerializer(serializers.ModelSerializer[GpuPool]):
-    gpu_model = serializers.SlugRelatedField(slug_field="slug", read_only=True)  # type: ignore[var-annotated]
-    backend = serializers.SlugRelatedField(slug_field="slug", read_only=True)  # type: ignore[var-annotated]
+    cluster = serializers.CharField(
+        max_length=63, help_text="The name of a registered cluster (clusters/)"
+    )
+    gpu_model = serializers.SlugRelatedField(slug_field="slug", queryset=GpuModel.objects.all())
+    backend = serializers.SlugRelatedField(slug_field="slug", queryset=SharingBackend.objects.all())
 
     class Meta:
         model = GpuPool
         fields = ("cluster", "name", "gpu_model", "backend", "node_count", "gpus_per_node")
+        # A name taken in the cluster is the service's Conflict (409), not a 400 here.
+        validators: list[Any] = []
 
 
 class NotebookImageSerializer(serializers.ModelSerializer[NotebookImage]):

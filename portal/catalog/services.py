@@ -4,6 +4,7 @@ Each validates the whole object (Kubernetes names and quantities, exact GPU-eq),
 one transaction and records an audit event. Errors name the offending fields.
 """
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -12,8 +13,16 @@ from django.db import models, transaction
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import GpuEqError, gpu_eq_parse
 from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering, SharingBackend
+from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import ValidationFailed
+from portal.core.registry import Slot
 from portal.core.services import instance_update
+
+# Whether a cluster is registered under a name: a pool must name one. Clusters are the
+# cluster app's, above this one, so it fills this slot with its lookup when it is ready.
+cluster_registered: Slot[Callable[[str], bool]] = Slot(
+    "cluster lookup", filled_by="the cluster app"
+)
 
 
 def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | None, str | None]:
@@ -62,6 +71,10 @@ def _save[M: models.Model](
             problems["gpu_eq"] = [problem]
         if amount is not None:
             fields["gpu_eq"] = amount
+    if isinstance(instance, GpuPool) and (instance._state.adding or "cluster" in fields):
+        cluster = str(fields.get("cluster", instance.cluster))
+        if not cluster_registered.get()(cluster):
+            problems["cluster"] = [f"There is no cluster {cluster!r}: register it first."]
     instance_update(
         actor=actor,
         instance=instance,
@@ -104,7 +117,29 @@ def offering_update(*, actor: User | None, offering: Offering, **fields: Any) ->
 
 @transaction.atomic
 def gpu_pool_create(*, actor: User | None, **fields: Any) -> GpuPool:
+    """Add a pool of nodes to a registered cluster. An unknown cluster is refused naming the
+    field; a name taken in that cluster is a Conflict."""
     return _save(actor=actor, instance=GpuPool(), fields=fields, action="gpu_pool.create")
+
+
+@transaction.atomic
+def gpu_pool_update(*, actor: User | None, pool: GpuPool, **fields: Any) -> GpuPool:
+    """Change a pool (fields as for gpu_pool_create); the next capacity read counts it anew."""
+    pool = GpuPool.objects.select_for_update().get(pk=pool.pk)
+    return _save(actor=actor, instance=pool, fields=fields, action="gpu_pool.update")
+
+
+@transaction.atomic
+def gpu_pool_delete(*, actor: User | None, pool: GpuPool) -> None:
+    """Remove a pool from the catalog: its nodes no longer count as capacity from the next
+    read on. Nothing in the cluster changes."""
+    audit_record(
+        actor=actor,
+        action="gpu_pool.delete",
+        target=pool,
+        changes=changes_between(snapshot(pool, FIELDS[GpuPool]), {}),
+    )
+    pool.delete()
 
 
 def _vendor_list(value: Any) -> Any:

@@ -71,12 +71,12 @@ class ProvisioningRunRetry(GenericAPIView[ProvisioningRun]):
         return Response(self.get_serializer(retried).data, status=status.HTTP_202_ACCEPTED)
 
 
-class CapacityList(GenericAPIView[OfferingCapacity]):
+class CapacityList(ListModelMixin, GenericAPIView[OfferingCapacity]):
     """Per cluster, pool and offering: total, allocated and free units (and GPU-eq), from the
-    last read of the cluster's nodes and pods. For those who may request GPUs."""
+    last read of the cluster's nodes and pods, a page at a time. For those who may request
+    GPUs."""
 
     serializer_class = CapacitySerializer  # type: ignore[assignment]
-    pagination_class = None
     queryset = OfferingCapacity.objects.none()  # for the schema; get_queryset narrows it
     filter_backends = [FilterBackend]
     filterset_class = CapacityFilter
@@ -84,10 +84,11 @@ class CapacityList(GenericAPIView[OfferingCapacity]):
     def get_queryset(self) -> QuerySet[OfferingCapacity]:
         return capacities_for(api_user(self.request))
 
-    @extend_schema(responses=CapacitySerializer(many=True))
     def get(self, request: Request) -> Response:
-        rows = capacity_rows_of(self.filter_queryset(self.get_queryset()))
-        return Response(CapacitySerializer(rows, many=True).data)  # type: ignore[arg-type]
+        page = self.paginate_queryset(capacity_rows_of(self.filter_queryset(self.get_queryset())))
+        return self.get_paginated_response(
+            CapacitySerializer(page, many=True).data  # type: ignore[arg-type]
+        )
 
 
 class ClusterList(ListModelMixin, GenericAPIView[Cluster]):

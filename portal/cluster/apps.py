@@ -8,9 +8,10 @@ class ClusterConfig(AppConfig):
 
     def ready(self) -> None:
         from portal.allocations.selectors import capacity_source
+        from portal.catalog.services import cluster_registered as pool_cluster_lookup
         from portal.cluster.metrics import ProvisioningCollector
         from portal.cluster.receivers import provisioning_follows_tenant, provisioning_section
-        from portal.cluster.selectors import capacity_free_units
+        from portal.cluster.selectors import capacity_free_units, cluster_registered
         from portal.core.metrics import collector_register
         from portal.core.navigation import nav_register
         from tenants.pages import TenantSection, tenant_sections
@@ -23,6 +24,8 @@ class ClusterConfig(AppConfig):
         )
         # The request preview (allocations, below this app) shows free capacity from here.
         capacity_source.register(capacity_free_units)
+        # A GPU pool (catalog, below this app) must name a registered cluster.
+        pool_cluster_lookup.register(cluster_registered)
         collector_register(ProvisioningCollector())
         nav_register("Clusters", "cluster:clusters", {"admin"}, position=100)
         nav_register("Capacity", "cluster:capacity", {"developer", "lead"}, position=120)

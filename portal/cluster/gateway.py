@@ -11,9 +11,12 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import urllib3
+import yaml
 from django.conf import settings
 
 from portal.cluster.errors import ClusterRefused, ClusterUnavailable
@@ -60,6 +63,46 @@ def _retry_after(error: "ApiException") -> float | None:
         return None
 
 
+def _token_file(kubeconfig_path: str, context: str) -> Path | None:
+    """The `tokenFile` of the kubeconfig's user in `context` (empty: the current context), as
+    kubectl resolves it (relative to the kubeconfig's folder); None when the user has none."""
+    try:
+        config = yaml.safe_load(Path(kubeconfig_path).read_text()) or {}
+        context = context or config.get("current-context") or ""
+        user = next(
+            item["context"].get("user")
+            for item in config.get("contexts") or []
+            if item.get("name") == context
+        )
+        token_file = next(
+            item["user"].get("tokenFile")
+            for item in config.get("users") or []
+            if item.get("name") == user
+        )
+    except (OSError, yaml.YAMLError, StopIteration, AttributeError, KeyError, TypeError):
+        return None
+    return Path(kubeconfig_path).parent / token_file if token_file else None
+
+
+def _read_token_file(path: Path) -> "Callable[[Configuration], None]":
+    """A refresh hook the client calls before each request: the token as the file holds it now.
+
+    Rotating tokens (projected service-account tokens, tokens renewed by a sidecar or by the
+    kubelet updating a mounted Secret) are rewritten in place; the client alone would keep the
+    one it read first until its gateway is closed. An unreadable file keeps the last token.
+    """
+
+    def refresh(configuration: "Configuration") -> None:
+        try:
+            token = path.read_text().strip()
+        except OSError:
+            return
+        if token:
+            configuration.api_key["BearerToken"] = f"Bearer {token}"
+
+    return refresh
+
+
 def _configuration(cluster: Cluster) -> "Configuration":
     from kubernetes import client as k8s_client  # noqa: PLC0415  (see the imports)
     from kubernetes import config as k8s_config  # noqa: PLC0415
@@ -74,13 +117,29 @@ def _configuration(cluster: Cluster) -> "Configuration":
                 client_configuration=configuration,
                 persist_config=False,
             )
+            token_file = _token_file(cluster.kubeconfig_path, cluster.kubeconfig_context)
+            if token_file is not None:
+                # The client's stubs type the hook as always None.
+                configuration.refresh_api_key_hook = _read_token_file(token_file)  # type: ignore[assignment]
         else:
-            k8s_config.load_incluster_config(client_configuration=configuration)
+            # The pod's projected token rotates (hourly by default): the client re-reads it
+            # (at most a minute late, well within the old token's remaining validity).
+            k8s_config.load_incluster_config(
+                client_configuration=configuration, try_refresh_token=True
+            )
     except (ConfigException, OSError, TypeError) as error:
         raise ClusterRefused(f"Cannot connect to cluster {cluster.name}: {error}") from None
     # Retries are ours (counted, with backoff and Retry-After), not urllib3's.
     configuration.retries = False
     return configuration
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An API server's answer to one request: its status and its JSON body, read to the end."""
+
+    status: int
+    body: dict[str, Any]
 
 
 class KubernetesGateway:
@@ -154,16 +213,24 @@ class KubernetesGateway:
 
     def _request(
         self, what: str, method: str, resource: Any, *, missing_ok: bool = False, **kwargs: Any
-    ) -> Any:
-        """The raw response; None for a 404 when `missing_ok`."""
+    ) -> Answer | None:
+        """The API server's answer; None for a 404 when `missing_ok`."""
         operation = getattr(self._client(), method)
-        try:
-            return self._call(
-                what,
-                lambda: operation(
-                    resource, serialize=False, _request_timeout=self._timeout, **kwargs
-                ),
+
+        def send() -> Answer:
+            response = operation(
+                resource, serialize=False, _request_timeout=self._timeout, **kwargs
             )
+            # The client does not preload answers: read each to its end (a write's too), or
+            # its connection is held, and dropped mid-answer when the client closes.
+            try:
+                data = response.data
+            finally:
+                response.release_conn()
+            return Answer(status=int(response.status), body=json.loads(data) if data else {})
+
+        try:
+            return self._call(what, send)
         except ClusterRefused as error:
             if missing_ok and error.status == 404:
                 return None
@@ -177,7 +244,7 @@ class KubernetesGateway:
         response = self._request(
             f"get {kind} {name}", "get", resource, missing_ok=True, name=name, namespace=namespace
         )
-        return None if response is None else dict(json.loads(response.data))
+        return None if response is None else response.body
 
     def list(
         self,
@@ -198,7 +265,7 @@ class KubernetesGateway:
             label_selector=label_selector,
             field_selector=field_selector,
         )
-        return list(json.loads(response.data).get("items") or [])
+        return list(response.body.get("items") or []) if response else []
 
     def apply(self, manifest: dict[str, Any]) -> bool:
         """Server-side apply under the portal's field manager, taking over conflicting fields.
@@ -215,7 +282,7 @@ class KubernetesGateway:
             field_manager=FIELD_MANAGER,
             force_conflicts=True,
         )
-        return bool(response.status == 201)
+        return response is not None and response.status == 201
 
     def merge_patch(
         self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict[str, Any]

@@ -234,6 +234,11 @@ def cluster_nodes(cluster: Cluster) -> list[NodeCapacity]:
     return list(NodeCapacity.objects.filter(cluster=cluster))
 
 
+def cluster_registered(name: str) -> bool:
+    """Whether a cluster of this name is registered (enabled or not)."""
+    return Cluster.objects.filter(name=name).exists()
+
+
 def clusters_for_admin(user: User) -> QuerySet[Cluster]:
     if not user.is_portal_admin:
         raise NotFound("There is no such page.")

@@ -7,6 +7,7 @@ selector of the GPU model, the tolerations GPU nodes carry, backend annotations 
 HAMi's `nvidia.com/use-gputype`) comes from the offering.
 """
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -23,6 +24,9 @@ from portal.cluster.models import MANAGED_BY
 
 COMPONENT_NOTEBOOK = "notebook"
 LABEL_NOTEBOOK = "gpu-portal.io/notebook"
+# On the StatefulSet: the SHA-256 of the token its Secret holds. The portal never reads
+# Secrets, so a run tells from this whether the Secret is the one it wrote.
+ANNOTATION_TOKEN_CHECKSUM = "gpu-portal.io/token-sha256"  # noqa: S105 - a name, not a token
 NOTEBOOK_PORT = 8888
 WORKSPACE_MOUNT = "/home/jovyan/work"
 
@@ -101,6 +105,10 @@ def _tolerations(spec: NotebookSpec) -> list[dict[str, str]]:
 
 def token_secret_name(spec: NotebookSpec) -> str:
     return f"{spec.name}-token"
+
+
+def token_checksum(spec: NotebookSpec) -> str:
+    return hashlib.sha256(spec.token.encode()).hexdigest()
 
 
 def _token_secret(spec: NotebookSpec) -> dict[str, Any]:
@@ -194,7 +202,8 @@ def _stateful_set(spec: NotebookSpec) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": _metadata(spec, spec.name),
+        "metadata": _metadata(spec, spec.name)
+        | {"annotations": {ANNOTATION_TOKEN_CHECKSUM: token_checksum(spec)}},
         "spec": {
             "replicas": 1 if spec.running else 0,
             "serviceName": spec.name,

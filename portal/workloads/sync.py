@@ -1,18 +1,23 @@
 """Making the cluster hold one notebook's objects, and reading them back, through the gateway.
 
-No database here. Applying uses server-side apply under the portal's field manager, so a
-re-run of an unchanged notebook changes nothing; deleting removes the objects by name, and the
-workspace only when asked.
+No database here. Applying reads the objects first and sends server-side apply under the
+portal's field manager only for those missing or drifted, so a re-run of an unchanged notebook
+writes nothing; deleting removes the objects by name, and the workspace only when asked.
 """
 
 from typing import Any
 
 from portal.cluster.errors import ClusterError
 from portal.cluster.gateway import KubernetesGateway
-from portal.cluster.manifests import LABEL_COMPONENT, LABEL_MANAGED_BY
+from portal.cluster.manifests import (
+    LABEL_COMPONENT,
+    LABEL_MANAGED_BY,
+    object_key,
+)
 from portal.cluster.models import MANAGED_BY, Outcome
-from portal.cluster.services.bundle import ObjectResult, SyncReport, object_result
+from portal.cluster.services.bundle import ObjectResult, SyncReport, object_plan, object_result
 from portal.workloads.manifests import (
+    ANNOTATION_TOKEN_CHECKSUM,
     COMPONENT_NOTEBOOK,
     LABEL_NOTEBOOK,
     NotebookSpec,
@@ -24,35 +29,81 @@ from portal.workloads.manifests import (
 NOTEBOOK_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_COMPONENT}={COMPONENT_NOTEBOOK}"
 
 
+def _secret_planned(
+    stateful_set: dict[str, Any], live_set: dict[str, Any] | None
+) -> tuple[Outcome, list[str]]:
+    """The token Secret, judged by the checksum on its StatefulSet (Secrets are never read):
+    written with a new StatefulSet or a changed token, else unchanged."""
+    if live_set is None:
+        return Outcome.CREATED, ["(missing)"]
+    wanted = stateful_set["metadata"]["annotations"][ANNOTATION_TOKEN_CHECKSUM]
+    annotations = (live_set.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(ANNOTATION_TOKEN_CHECKSUM) != wanted:
+        return Outcome.CONFIGURED, ["stringData.token"]
+    return Outcome.UNCHANGED, []
+
+
 def notebook_apply(gateway: KubernetesGateway, spec: NotebookSpec) -> SyncReport:
-    """Apply every object of the notebook; stop at the first failure (the rest skipped)."""
+    """Make the cluster hold the notebook's objects as a bundle run does: read them, apply
+    only those missing or drifted, report the rest unchanged. An Ingress of a notebook no
+    longer published on a host is deleted if there is one. Stops at the first failure (the
+    rest skipped); an unchanged notebook is only read."""
     report = SyncReport()
-    pending = notebook_manifests(spec)
+    manifests = notebook_manifests(spec)
+    pending = list(manifests)
     try:
-        while pending:
-            manifest = pending[0]
-            created = gateway.apply(manifest)
-            report.results.append(
-                object_result(manifest, Outcome.CREATED if created else Outcome.CONFIGURED)
+        live = {
+            object_key(manifest): gateway.get(
+                manifest["apiVersion"],
+                manifest["kind"],
+                manifest["metadata"]["name"],
+                spec.namespace,
             )
-            pending.pop(0)
-        # Published on a host before, not any more: the old Ingress goes.
-        if not spec.host and gateway.delete(
-            "networking.k8s.io/v1", "Ingress", spec.name, spec.namespace
-        ):
+            for manifest in manifests
+            if manifest["kind"] != "Secret"
+        }
+        [stateful_set] = [manifest for manifest in manifests if manifest["kind"] == "StatefulSet"]
+        live_set = live[object_key(stateful_set)]
+        for manifest in manifests:
+            if manifest["kind"] == "Secret":
+                outcome, drift = _secret_planned(stateful_set, live_set)
+            else:
+                outcome, drift = object_plan(manifest, live[object_key(manifest)])
+            if outcome != Outcome.UNCHANGED:
+                created = gateway.apply(manifest)
+                # Not found but there (a Secret, which is never read): it was configured.
+                if outcome == Outcome.CREATED and not created:
+                    outcome = Outcome.CONFIGURED
             report.results.append(
-                ObjectResult(
-                    "networking.k8s.io/v1",
-                    "Ingress",
-                    spec.namespace,
-                    spec.name,
-                    Outcome.DELETED,
-                    "the cluster no longer publishes notebooks on a host",
+                object_result(
+                    manifest, outcome, drift=drift if outcome == Outcome.CONFIGURED else []
                 )
             )
+            pending.remove(manifest)
+        if not spec.host:
+            _unpublish(gateway, spec, report)
     except ClusterError as error:
         report.stopped(error, pending)
     return report
+
+
+def _unpublish(gateway: KubernetesGateway, spec: NotebookSpec, report: SyncReport) -> None:
+    """Published on a host before, not any more: the portal's old Ingress goes, if any."""
+    ingress = gateway.get("networking.k8s.io/v1", "Ingress", spec.name, spec.namespace)
+    labels = ((ingress or {}).get("metadata") or {}).get("labels") or {}
+    if ingress is None or labels.get(LABEL_MANAGED_BY) != MANAGED_BY:
+        return
+    gateway.delete("networking.k8s.io/v1", "Ingress", spec.name, spec.namespace, seen=ingress)
+    report.results.append(
+        ObjectResult(
+            "networking.k8s.io/v1",
+            "Ingress",
+            spec.namespace,
+            spec.name,
+            Outcome.DELETED,
+            "the cluster no longer publishes notebooks on a host",
+        )
+    )
 
 
 def notebook_remove(

@@ -21,6 +21,11 @@ CATALOG_ENDPOINTS = [
     ("post", "/api/v1/offerings/"),
     ("get", "/api/v1/offerings/t4-whole/"),
     ("patch", "/api/v1/offerings/t4-whole/"),
+    ("get", "/api/v1/pools/"),
+    ("post", "/api/v1/pools/"),
+    ("get", "/api/v1/pools/lab/a100/"),
+    ("patch", "/api/v1/pools/lab/a100/"),
+    ("delete", "/api/v1/pools/lab/a100/"),
 ]
 
 PERSONAS = ["developer", "lead", "outsider", "finance_user", "admin_user"]
@@ -263,3 +268,110 @@ def test_unknown_offering_is_404(client_for, developer, presets) -> None:
 
 def test_the_schema_generates_without_warnings(db) -> None:
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
+
+
+NEW_POOL = {"cluster": "lab", "name": "a100-mig", "gpu_model": "a100-80gb", "backend": "mig"}
+
+
+@pytest.fixture
+def lab(presets):
+    from portal.cluster.services import cluster_create  # noqa: PLC0415
+
+    return cluster_create(actor=None, name="lab")
+
+
+def test_admin_adds_changes_and_removes_a_pool_audited(client_for, admin_user, lab) -> None:
+    from portal.catalog.models import GpuPool  # noqa: PLC0415
+    from portal.core.models import AuditEvent  # noqa: PLC0415
+
+    client = client_for(admin_user)
+
+    created = client.post(
+        "/api/v1/pools/", NEW_POOL | {"node_count": 4}, content_type="application/json"
+    )
+    changed = client.patch(
+        "/api/v1/pools/lab/a100-mig/", {"gpus_per_node": 4}, content_type="application/json"
+    )
+    listed = client.get("/api/v1/pools/", {"cluster": "lab"}).json()
+    removed = client.delete("/api/v1/pools/lab/a100-mig/")
+
+    assert created.status_code == 201, created.content
+    assert created.json() == NEW_POOL | {"node_count": 4, "gpus_per_node": 8}
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["gpus_per_node"] == 4
+    assert listed["count"] == 1
+    assert listed["results"][0]["gpus_per_node"] == 4
+    assert removed.status_code == 204
+    assert not GpuPool.objects.exists()
+    assert client.get("/api/v1/pools/lab/a100-mig/").status_code == 404
+    events = AuditEvent.objects.filter(action__startswith="gpu_pool.").order_by("pk")
+    assert [(event.action, event.actor) for event in events] == [
+        ("gpu_pool.create", admin_user),
+        ("gpu_pool.update", admin_user),
+        ("gpu_pool.delete", admin_user),
+    ]
+    created_event, updated_event, deleted_event = events
+    assert created_event.changes["cluster"] == [None, "lab"]
+    assert updated_event.changes == {"gpus_per_node": [8, 4]}
+    assert deleted_event.changes["name"] == ["a100-mig", None]
+    assert deleted_event.changes["gpus_per_node"] == [4, None]
+
+
+def test_a_pool_must_name_a_registered_cluster(client_for, admin_user, lab) -> None:
+    client = client_for(admin_user)
+
+    refused = client.post(
+        "/api/v1/pools/", NEW_POOL | {"cluster": "nowhere"}, content_type="application/json"
+    )
+    client.post("/api/v1/pools/", NEW_POOL, content_type="application/json")
+    moved = client.patch(
+        "/api/v1/pools/lab/a100-mig/", {"cluster": "gone"}, content_type="application/json"
+    )
+    again = client.post("/api/v1/pools/", NEW_POOL, content_type="application/json")
+    unknown_model = client.post(
+        "/api/v1/pools/", NEW_POOL | {"gpu_model": "z9"}, content_type="application/json"
+    )
+
+    assert refused.status_code == 400
+    assert list(refused.json()["error"]["fields"]) == ["cluster"]
+    assert "nowhere" in refused.json()["error"]["fields"]["cluster"][0]
+    assert moved.status_code == 400
+    assert list(moved.json()["error"]["fields"]) == ["cluster"]
+    assert again.status_code == 409
+    assert unknown_model.status_code == 400
+    assert list(unknown_model.json()["error"]["fields"]) == ["gpu_model"]
+
+
+@pytest.mark.parametrize("persona", NON_ADMINS)
+def test_everyone_reads_pools_and_only_admins_write_them(
+    request, client_for, admin_user, lab, persona
+) -> None:
+    client_for(admin_user).post("/api/v1/pools/", NEW_POOL, content_type="application/json")
+    client = client_for(request.getfixturevalue(persona))
+
+    read = client.get("/api/v1/pools/")
+    one = client.get("/api/v1/pools/lab/a100-mig/")
+    writes = [
+        client.post("/api/v1/pools/", NEW_POOL | {"name": "x"}, content_type="application/json"),
+        client.patch("/api/v1/pools/lab/a100-mig/", {}, content_type="application/json"),
+        client.delete("/api/v1/pools/lab/a100-mig/"),
+    ]
+
+    assert [row["name"] for row in read.json()["results"]] == ["a100-mig"]
+    assert one.json()["backend"] == "mig"
+    assert [response.status_code for response in writes] == [403] * 3
+    assert writes[0].json()["error"]["code"] == "forbidden"
+
+
+def test_the_pool_page_refuses_an_unknown_cluster(client_for, admin_user, lab) -> None:
+    from portal.catalog.models import GpuPool  # noqa: PLC0415
+
+    form = NEW_POOL | {"node_count": 0, "gpus_per_node": 8}
+    refused = client_for(admin_user).post("/manage/catalog/pools/new/", form | {"cluster": "x"})
+    saved = client_for(admin_user).post("/manage/catalog/pools/new/", form)
+
+    assert refused.status_code == 400
+    assert "There is no cluster" in refused.text
+    assert not GpuPool.objects.filter(cluster="x").exists()
+    assert saved.status_code == 302
+    assert GpuPool.objects.filter(cluster="lab", name="a100-mig").exists()

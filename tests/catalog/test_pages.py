@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 from portal.catalog.models import GpuModel, GpuPool, Offering, SharingBackend
 from portal.catalog.presets import catalog_presets_load
 from portal.catalog.services import gpu_pool_create, offering_create
+from portal.cluster.services import cluster_create
 
 PAGES = [
     "/manage/catalog/",
@@ -189,6 +190,7 @@ def test_admin_adds_a_sharing_backend(client_for, admin_user, db) -> None:
 
 
 def test_admin_adds_a_pool_and_a_taken_name_is_a_conflict(client_for, admin_user, presets) -> None:
+    cluster_create(actor=None, name="prod")
     client = client_for(admin_user)
     form = {"cluster": "prod", "name": "t4-ts", "gpu_model": "t4", "backend": "time-slicing",
             "node_count": "3", "gpus_per_node": "4"}  # fmt: skip
@@ -206,6 +208,7 @@ def _add_to_catalog(admin_user, *, prefix: str, number: int) -> None:
     """`number` more offerings (T4 time-slicing shares) and as many pools."""
     model = GpuModel.objects.get(slug="t4")
     backend = SharingBackend.objects.get(slug="time-slicing")
+    cluster_create(actor=None, name=prefix)
     for index in range(number):
         offering_create(
             actor=admin_user, slug=f"{prefix}-{index}", name=f"Extra {index}", gpu_model=model,
@@ -242,6 +245,7 @@ def test_the_overview_runs_the_same_few_queries_however_big_the_catalog(
 
 
 def test_pools_show_the_offerings_they_serve(client_for, admin_user, presets) -> None:
+    cluster_create(actor=None, name="prod")
     gpu_pool_create(
         actor=admin_user, cluster="prod", name="a100-mig",
         gpu_model=GpuModel.objects.get(slug="a100-80gb"),

@@ -13,6 +13,7 @@ from portal.catalog.services import (
     offering_update,
     sharing_backend_create,
 )
+from portal.cluster.services import cluster_create
 from portal.core.errors import Conflict, ValidationFailed
 from portal.core.models import AuditEvent
 from tests.tenants.factories import a100, mig_backend
@@ -184,6 +185,8 @@ def test_a_backend_name_is_unique(admin_user, catalog) -> None:
 
 def test_a_pool_name_is_unique_per_cluster(admin_user, catalog) -> None:
     model, backend = catalog
+    for name in ("prod", "lab"):
+        cluster_create(actor=None, name=name)
     pool = gpu_pool_create(
         actor=admin_user, cluster="prod", name="a100", gpu_model=model, backend=backend
     )
@@ -196,3 +199,15 @@ def test_a_pool_name_is_unique_per_cluster(admin_user, catalog) -> None:
 
     assert str(pool) == "prod/a100"
     assert GpuPool.objects.count() == 2
+
+
+def test_a_pool_in_a_cluster_nobody_registered_is_refused(admin_user, catalog) -> None:
+    model, backend = catalog
+
+    with pytest.raises(ValidationFailed) as refused:
+        gpu_pool_create(
+            actor=admin_user, cluster="default", name="a100", gpu_model=model, backend=backend
+        )
+
+    assert list(refused.value.fields) == ["cluster"]
+    assert not GpuPool.objects.exists()

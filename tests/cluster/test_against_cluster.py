@@ -2,11 +2,14 @@
 re-runs write nothing, drift is found and repaired, quota admission holds, faults converge."""
 
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from django.db import connection
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -480,3 +483,101 @@ def test_a_delete_only_removes_the_object_as_it_was_checked(live_cluster, kube_a
     assert kube_api.get_object("v1", "Namespace", "t-x") is not None
     assert gateway.delete("v1", "Namespace", "t-x", seen=gateway.get("v1", "Namespace", "t-x"))
     gateway.close()
+
+
+def test_the_gateway_reads_every_answer_so_writes_share_one_connection(live_cluster, kube_api):
+    from portal.cluster.gateway import KubernetesGateway  # noqa: PLC0415
+
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": "default"},
+        "data": {"mode": "a"},
+    }
+    gateway = KubernetesGateway(live_cluster)
+    try:
+        gateway.get("v1", "Namespace", "default")  # discovery done, the pool has a connection
+        kube_api.clear_log()
+        assert gateway.apply(config_map) is True
+        assert gateway.apply(config_map | {"data": {"mode": "b"}}) is False
+        gateway.merge_patch("v1", "ConfigMap", "settings", "default", {"data": {"mode": "c"}})
+        assert gateway.delete("v1", "ConfigMap", "settings", "default") is True
+        assert gateway.get("v1", "ConfigMap", "settings", "default") is None
+    finally:
+        gateway.close()
+    requests = kube_api.requests
+    assert [(r.method, r.status) for r in requests] == [
+        ("PATCH", 201), ("PATCH", 200), ("PATCH", 200), ("DELETE", 200), ("GET", 404)
+    ]  # fmt: skip
+    # An answer left unread holds its connection: the next request would need a new one, and
+    # closing the client would abort the unread answer on the server's side.
+    assert len({r.connection for r in requests}) == 1
+
+
+def test_two_capacity_reads_at_once_make_one_read_and_no_error(
+    transactional_db, live_cluster, kube_api, catalog
+):
+    from portal.catalog.services import gpu_pool_create  # noqa: PLC0415
+    from portal.cluster.models import NodeCapacity  # noqa: PLC0415
+
+    whole = catalog["a100-80gb-whole"]
+    gpu_pool_create(
+        actor=None, cluster="lab", name="a100", gpu_model=whole.gpu_model, backend=whole.backend
+    )
+    label = {whole.gpu_model.node_label_key: whole.gpu_model.node_label_value}
+    for name in ("gpu-1", "gpu-2", "gpu-3"):
+        kube_api.add_node(name, labels=label, allocatable={"nvidia.com/gpu": "8"})
+    assert capacity_collect(cluster=live_cluster) == 3  # rows to replace, as in a running portal
+    kube_api.clear_log()
+    # Slow answers, so the second read is asked for while the first one runs.
+    kube_api.faults.slow(0.5, methods=("GET",))
+    barrier = threading.Barrier(2)
+
+    def read() -> int:
+        try:
+            barrier.wait()
+            return capacity_collect(cluster=live_cluster)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        counts = list(pool.map(lambda _: read(), range(2)))
+
+    assert counts == [3, 3]
+    node_lists = [r for r in kube_api.requests if r.method == "GET" and r.path == "/api/v1/nodes"]
+    assert len(node_lists) == 1
+    assert NodeCapacity.objects.filter(cluster=live_cluster).count() == 3
+
+
+def test_a_rotated_token_file_is_read_again_for_the_next_call(kube_api, settings, tmp_path, db):
+    from portal.cluster.gateway import KubernetesGateway  # noqa: PLC0415
+    from portal.cluster.services import cluster_create  # noqa: PLC0415
+
+    settings.PORTAL_CLUSTER_MODE = "kubernetes"
+    settings.PORTAL_CLUSTER_RETRY_BACKOFF_SECONDS = 0.01
+    token = tmp_path / "token"
+    token.write_text(kube_api.token + "\n")
+    kube_api.kubeconfig(tmp_path / "kubeconfig", token_file="token")
+    cluster = cluster_create(
+        actor=None,
+        name="remote",
+        mode="kubernetes",
+        connection="kubeconfig",
+        kubeconfig_path=str(tmp_path / "kubeconfig"),
+    )
+    gateway = KubernetesGateway(cluster)
+    try:
+        assert gateway.get("v1", "Namespace", "default") is not None
+        # The token rotates: the API server takes only the new one, written over the file.
+        token.write_text(kube_api.rotate_token() + "\n")
+        assert gateway.get("v1", "Namespace", "kube-system") is not None
+        # A file gone for a moment (being replaced) keeps the last token read.
+        token.unlink()
+        assert gateway.get("v1", "Namespace", "kube-public") is not None
+        kube_api.rotate_token()  # and an expired one is refused, not retried
+        with pytest.raises(ClusterError, match="401"):
+            gateway.get("v1", "Namespace", "default")
+    finally:
+        gateway.close()
+    statuses = [r.status for r in kube_api.requests if r.path.startswith("/api/v1/namespaces/")]
+    assert statuses == [200, 200, 200, 401]

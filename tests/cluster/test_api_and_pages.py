@@ -129,7 +129,9 @@ def test_capacity_counts_free_units_per_offering(
     with django_assert_max_num_queries(8):
         response = client.get(reverse("api:capacity"), {"offering": "a100-80gb-whole"})
     assert response.status_code == 200
-    [row] = response.json()
+    body = response.json()
+    assert (body["count"], body["next"], body["previous"]) == (1, None, None)
+    [row] = body["results"]
     assert (row["total"], row["allocated"], row["free"], row["nodes"]) == (320, 3, 317, 40)
     assert row["free_gpu_eq"] == "317"
     page = client.get(reverse("cluster:capacity"))
@@ -141,6 +143,28 @@ def test_capacity_counts_free_units_per_offering(
     assert "317 free units of" in preview.content.decode()
     # Finance requests nothing, so capacity is not theirs to see.
     assert client_for(finance_user).get(reverse("api:capacity")).status_code == 404
+
+
+def test_capacity_pages_like_every_list(db, catalog, client_for, developer):
+    from portal.catalog.services import gpu_pool_create  # noqa: PLC0415
+
+    cluster = cluster_create(actor=None, name="lab")
+    whole = catalog["a100-80gb-whole"]
+    for name in ("a100", "a100-spare"):
+        gpu_pool_create(
+            actor=None, cluster="lab", name=name, gpu_model=whole.gpu_model, backend=whole.backend
+        )
+    capacity_record(cluster=cluster, nodes=gpu_nodes(2), pods=[])
+    client = client_for(developer)
+    url = reverse("api:capacity")
+    first = client.get(url, {"offering": "a100-80gb-whole", "page_size": 1}).json()
+    assert first["count"] == 2
+    assert [row["pool"] for row in first["results"]] == ["a100"]
+    assert first["next"] is not None
+    second = client.get(url, {"offering": "a100-80gb-whole", "page_size": 1, "page": 2}).json()
+    assert [row["pool"] for row in second["results"]] == ["a100-spare"]
+    assert second["next"] is None
+    assert client.get(url, {"page": 3, "page_size": 1}).status_code == 404
 
 
 def test_admin_registers_a_cluster_and_every_tenant_gets_a_run(

@@ -53,6 +53,9 @@ class RecordedRequest:
     content_type: str | None
     status: int | None = None  # None: no answer (the connection was dropped)
     fault: bool = False  # failed or dropped on purpose
+    # The client's end of the TCP connection (its port): requests of one kept-alive connection
+    # share it; a client that leaves an answer unread cannot send its next request on it.
+    connection: int = 0
 
 
 class _Server(ThreadingHTTPServer):
@@ -207,14 +210,19 @@ class KubeApiEmulator:
     ) -> None:
         self.stop()
 
-    def kubeconfig(self, path: str | Path) -> Path:
-        """Write a kubeconfig for this emulator (one cluster, user and context, made current)."""
+    def kubeconfig(self, path: str | Path, *, token_file: str | None = None) -> Path:
+        """Write a kubeconfig for this emulator (one cluster, user and context, made current).
+
+        With `token_file`, the user reads its token from that file (`tokenFile`, relative to
+        the kubeconfig's folder, as kubectl reads it) instead of holding it.
+        """
         path = Path(path)
+        user: dict[str, str] = {"tokenFile": token_file} if token_file else {"token": self.token}
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": CONTEXT, "cluster": {"server": self.url}}],
-            "users": [{"name": f"{CONTEXT}-user", "user": {"token": self.token}}],
+            "users": [{"name": f"{CONTEXT}-user", "user": user}],
             "contexts": [
                 {
                     "name": CONTEXT,
@@ -231,6 +239,11 @@ class KubeApiEmulator:
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path
 
+    def rotate_token(self) -> str:
+        """Accept a new bearer token from now on, and only it (the old one has expired)."""
+        self.token = secrets.token_urlsafe(32)
+        return self.token
+
     # Serving.
 
     def _serve(self, handler: _Handler) -> None:
@@ -239,7 +252,9 @@ class KubeApiEmulator:
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length > 0 else b""
         content_type = handler.headers.get("Content-Type")
-        record = RecordedRequest(handler.command, split.path, query, content_type)
+        record = RecordedRequest(
+            handler.command, split.path, query, content_type, connection=handler.client_address[1]
+        )
         with self._log_lock:
             self._log.append(record)
         request = Request(

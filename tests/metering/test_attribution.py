@@ -48,12 +48,12 @@ def test_a_whole_gpu_pod_takes_the_model_its_gpu_reports_when_models_share_the_n
     tenant_a: Tenant, catalog: dict[str, Offering]
 ) -> None:
     whole = SharingBackend.objects.get(slug="whole")
+    cluster = cluster_create(actor=None, name="mixed")
     for model in ("a100-80gb", "h100-80gb"):
         gpu_pool_create(
             actor=None, cluster="mixed", name=model, backend=whole,
             gpu_model=GpuModel.objects.get(slug=model),
         )  # fmt: skip
-    cluster = cluster_create(actor=None, name="mixed")
 
     window_collect(cluster, START, OneJob("NVIDIA H100 80GB HBM3"))
     window_collect(cluster, START + timedelta(hours=1), OneJob(""))

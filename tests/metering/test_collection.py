@@ -84,6 +84,7 @@ def story(
     history_prometheus: Callable[[History], HistoryPrometheus],
 ) -> Story:
     a100 = GpuModel.objects.get(slug="a100-80gb")
+    cluster = cluster_create(actor=None, name="gpu-east", metrics_interval_seconds=30)
     for name, backend in [("whole", "whole"), ("mig", "mig"), ("shared", "time-slicing")]:
         gpu_pool_create(
             actor=None,
@@ -95,7 +96,6 @@ def story(
         )
     quota_set(actor=admin_user, tenant=tenant_a, gpu_model=a100, gpu_eq=10)
     tenant_update(actor=admin_user, tenant=tenant_a, auto_approve_gpu_eq="2")
-    cluster = cluster_create(actor=None, name="gpu-east", metrics_interval_seconds=30)
     notebook_allocation = allocation_of(developer, tenant_a, catalog["a100-80gb-whole"])
     notebook = launch(developer, notebook_allocation)
     mig_allocation = allocation_of(developer, tenant_a, catalog["a100-80gb-mig-1g-10gb"])

@@ -34,6 +34,11 @@ def window_cost(
         actor=None, name=f"scale-{pods}", prometheus_url=prometheus.url,
         metrics_interval_seconds=60,
     )  # fmt: skip
+    gpu_pool_create(
+        actor=None, cluster=cluster.name, name="whole",
+        gpu_model=GpuModel.objects.get(slug="a100-80gb"),
+        backend=SharingBackend.objects.get(slug="whole"),
+    )  # fmt: skip
     metering_begin(cluster=cluster, at=START)
     source = metrics_source_for(cluster)
     assert source is not None
@@ -53,13 +58,6 @@ def test_prometheus_queries_per_window_do_not_grow_with_pods(
     history_prometheus: Callable[[History], HistoryPrometheus],
     django_assert_max_num_queries,
 ) -> None:
-    for name in ("scale-10", "scale-1000"):
-        gpu_pool_create(
-            actor=None, cluster=name, name="whole",
-            gpu_model=GpuModel.objects.get(slug="a100-80gb"),
-            backend=SharingBackend.objects.get(slug="whole"),
-        )  # fmt: skip
-
     few = window_cost(10, history_prometheus, django_assert_max_num_queries)
     many = window_cost(1000, history_prometheus, django_assert_max_num_queries)
 

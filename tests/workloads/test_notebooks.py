@@ -394,3 +394,64 @@ def test_a_request_and_launch_beyond_quota_is_refused_naming_the_count(
     assert "count" in refused.value.fields
     assert not Notebook.objects.exists()
     assert not GpuRequest.objects.filter(count=11).exists()
+
+
+def test_an_unchanged_notebook_rerun_sends_no_write_and_reports_every_object_unchanged(
+    live_cluster, kube_api, gpu_tenant, developer, catalog
+):
+    from portal.cluster.services.runs import provisioning_run_queue  # noqa: PLC0415
+
+    notebook = launch(developer, allocation_of(developer, gpu_tenant, catalog["a100-80gb-whole"]))
+    run_queued(gpu_tenant)
+    kube_api.reconcile_statefulsets()  # the cluster fills in its defaults and status
+    kube_api.clear_log()
+    notebook = refreshed(notebook)
+    provisioning_run_queue(
+        cluster=live_cluster,
+        tenant=gpu_tenant,
+        reason="again",
+        actor=None,
+        kind=RunKind.NOTEBOOK,
+        notebook=notebook,
+    )
+    [run] = run_queued(gpu_tenant)
+    assert run.state == RunState.SUCCEEDED, run.error
+    assert [(r.kind, r.outcome) for r in run.results.all()] == [
+        ("Secret", "unchanged"),
+        ("PersistentVolumeClaim", "unchanged"),
+        ("StatefulSet", "unchanged"),
+        ("Service", "unchanged"),
+    ]
+    assert kube_api.writes() == []
+    # No Ingress was ever made, so none is deleted: it is only looked for.
+    assert [r.method for r in kube_api.requests if "/ingresses/" in r.path] == ["GET"]
+
+
+def test_a_stop_writes_only_the_stateful_set_and_an_unpublished_notebook_loses_its_ingress(
+    live_cluster, kube_api, gpu_tenant, developer, catalog
+):
+    live_cluster.notebook_host_pattern = "{name}.{tenant}.gpu.example.org"
+    live_cluster.save()
+    notebook = launch(developer, allocation_of(developer, gpu_tenant, catalog["a100-80gb-whole"]))
+    run_queued(gpu_tenant)
+    live_cluster.notebook_host_pattern = ""
+    live_cluster.save()
+    kube_api.clear_log()
+    notebook_stop(actor=developer, notebook=notebook)
+    [run] = run_queued(gpu_tenant)
+    assert run.state == RunState.SUCCEEDED, run.error
+    outcomes = [(r.kind, r.outcome) for r in run.results.all()]
+    assert outcomes == [
+        ("Secret", "unchanged"),
+        ("PersistentVolumeClaim", "unchanged"),
+        ("StatefulSet", "configured"),
+        ("Service", "unchanged"),
+        ("Ingress", "deleted"),
+    ]
+    assert run.results.get(kind="StatefulSet").drift == ["spec.replicas"]
+    writes = [(r.method, r.path.rsplit("/", 2)[-2]) for r in kube_api.writes()]
+    assert writes == [("PATCH", "statefulsets"), ("DELETE", "ingresses")]
+    assert (
+        kube_api.get_object("networking.k8s.io/v1", "Ingress", notebook.kubernetes_name, "t-vision")
+        is None
+    )

@@ -120,15 +120,16 @@ def bundle_compare(
 ) -> list[tuple[dict[str, Any], Outcome, list[str]]]:
     """Each desired object with what applying it would do: create, configure (with the drifted
     fields) or nothing. Pure: `live` was read before."""
-    plan = []
-    for manifest in desired:
-        current = live.live(manifest)
-        if current is None:
-            plan.append((manifest, Outcome.CREATED, ["(missing)"]))
-            continue
-        drift = manifest_differences(_comparable(manifest), current)
-        plan.append((manifest, Outcome.CONFIGURED if drift else Outcome.UNCHANGED, drift))
-    return plan
+    return [(manifest, *object_plan(manifest, live.live(manifest))) for manifest in desired]
+
+
+def object_plan(manifest: dict[str, Any], live: dict[str, Any] | None) -> tuple[Outcome, list[str]]:
+    """What applying `manifest` over `live` (None: absent) would do: create, configure (with
+    the drifted fields) or nothing. Pure."""
+    if live is None:
+        return Outcome.CREATED, ["(missing)"]
+    drift = manifest_differences(_comparable(manifest), live)
+    return (Outcome.CONFIGURED if drift else Outcome.UNCHANGED), drift
 
 
 def bundle_unwanted(

@@ -94,9 +94,28 @@ def capacity_rollup(
 
 
 def capacity_collect(*, cluster: Cluster) -> int:
-    """Read the cluster's nodes and running pods and record them (see capacity_record)."""
+    """Read the cluster's nodes and running pods and record them (see capacity_record); the
+    number of nodes.
+
+    Reads of one cluster never overlap: a read holds its cluster's row locked (FOR NO KEY
+    UPDATE, so runs referring to the cluster are still inserted), and a read asked for
+    meanwhile (a click on *Read capacity now* during the periodic read) waits for it and
+    answers its outcome rather than reading again.
+    """
     if not cluster.applies:
         return 0
+    with transaction.atomic():
+        mine = Cluster.objects.select_for_update(no_key=True, skip_locked=True).filter(
+            pk=cluster.pk
+        )
+        if not list(mine.values_list("pk", flat=True)):
+            # Another read holds it (or the cluster is gone): wait for that read to end.
+            list(Cluster.objects.select_for_update(no_key=True).filter(pk=cluster.pk))
+            return NodeCapacity.objects.filter(cluster=cluster).count()
+        return _capacity_read(cluster)
+
+
+def _capacity_read(cluster: Cluster) -> int:
     gateway = KubernetesGateway(cluster)
     try:
         nodes = gateway.list("v1", "Node")
