@@ -138,3 +138,23 @@ def test_the_daily_rollup_sums_cpu_and_memory(cluster: Cluster) -> None:
     vision = UsageDaily.objects.get(namespace="t-vision", day=(T0 + H).date(), offering=None)
 
     assert (vision.cpu_core_hours, vision.ram_gib_hours) == (Decimal("5.25"), Decimal(20))
+
+
+def test_the_usage_api_gives_cpu_and_memory_per_workload(
+    cluster: Cluster, client_for, admin_user
+) -> None:
+    collect(cluster)
+    day = (T0 + H).date().isoformat()
+
+    answer = client_for(admin_user).get(
+        "/api/v1/usage/", {"group_by": "workload", "from": day, "to": day, "page_size": 100}
+    )
+
+    assert answer.status_code == 200, answer.content
+    rows = {row["workload"]: row for row in answer.json()["results"]}
+    assert (rows["train"]["cpu_core_hours"], rows["train"]["ram_gib_hours"]) == (
+        "4.000000", "16.000000",
+    )  # fmt: skip
+    assert (rows["half"]["cpu_core_hours"], rows["half"]["ram_gib_hours"]) == (
+        "1.250000", "4.000000",
+    )  # fmt: skip
