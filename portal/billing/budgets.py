@@ -4,7 +4,8 @@ check and the request policy alike.
 
 Spent so far is the month's provisional statement (`tenant_month_priced` on the charge basis in
 force): its total for a budget in money (each line rounded once, as statements are), the sum of
-its exact quantities for a budget in GPU-eq-hours. The projection is the linear run-rate over
+its GPU lines' exact quantities for a budget in GPU-eq-hours (the lines of CPU core-hours and
+memory GiB-hours count in money only). The projection is the linear run-rate over
 the part of the month gone by: spent x (the month's length / the time elapsed); in its first
 hour nothing is extrapolated yet.
 """
@@ -19,7 +20,7 @@ from django.db.models import QuerySet
 
 from portal.accounts.models import User
 from portal.billing.models import Basis, Budget, BudgetAlert, BudgetUnit
-from portal.billing.pricing import Priced, month_bounds, price, tenant_month_priced
+from portal.billing.pricing import GPU, Priced, month_bounds, price, tenant_month_priced
 from portal.billing.selectors import StatementView
 from portal.core.errors import Conflict, NotFound
 from portal.metering.models import Measures, UsageRecord
@@ -120,7 +121,8 @@ def _series(priced: Priced, money: bool, first: date, last: date) -> list[BurnPo
                 money_total -= price(running[index], rate)
                 running[index] += quantity
                 money_total += price(running[index], rate)
-            hours_total += quantity
+            if priced.lines[index].resource == GPU:
+                hours_total += quantity
         points.append(BurnPoint(day, money_total if money else _hours(hours_total)))
         day += timedelta(days=1)
     return points
@@ -154,7 +156,8 @@ def budget_status(budget: Budget, *, now: datetime | None = None) -> BudgetStatu
     if money:
         spent = priced.total
     else:
-        spent = _hours(sum((line.quantity for line in priced.lines), Fraction(0)))
+        gpu_lines = (line for line in priced.lines if line.resource == GPU)
+        spent = _hours(sum((line.quantity for line in gpu_lines), Fraction(0)))
     return BudgetStatus(
         budget,
         month,

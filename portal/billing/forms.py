@@ -75,6 +75,22 @@ class RateCardForm(forms.Form):
     price_per_gpu_eq_hour = forms.DecimalField(
         label="Price per GPU-eq-hour", max_digits=14, decimal_places=4, min_value=0
     )
+    price_per_cpu_core_hour = forms.DecimalField(
+        label="Price per CPU core-hour",
+        max_digits=14,
+        decimal_places=4,
+        min_value=0,
+        required=False,
+        help_text="Of the CPU cores the pods request; empty: CPU is not charged",
+    )
+    price_per_ram_gib_hour = forms.DecimalField(
+        label="Price per memory GiB-hour",
+        max_digits=14,
+        decimal_places=4,
+        min_value=0,
+        required=False,
+        help_text="Of the memory the pods request; empty: memory is not charged",
+    )
     effective_from = forms.DateField(
         label="Effective from", widget=forms.DateInput(attrs={"type": "date"})
     )

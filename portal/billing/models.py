@@ -30,7 +30,8 @@ class Basis(models.TextChoices):
 
 class RateCard(models.Model):
     """The price of one GPU-eq-hour of a GPU model (on one sharing backend, or on every one),
-    from `effective_from` on. A new price is a new card; cards are never edited."""
+    from `effective_from` on, and optionally of the CPU core-hours and memory GiB-hours its pods
+    request (empty: not charged). A new price is a new card; cards are never edited."""
 
     gpu_model = models.ForeignKey("catalog.GpuModel", on_delete=models.PROTECT, related_name="+")
     backend = models.ForeignKey(
@@ -44,6 +45,22 @@ class RateCard(models.Model):
     currency = models.CharField(max_length=3, validators=[currency_validator])
     price_per_gpu_eq_hour = models.DecimalField(
         max_digits=14, decimal_places=4, validators=[MinValueValidator(0)]
+    )
+    price_per_cpu_core_hour = models.DecimalField(
+        max_digits=14,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="Empty: CPU is not charged",
+    )
+    price_per_ram_gib_hour = models.DecimalField(
+        max_digits=14,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="Empty: memory is not charged",
     )
     effective_from = models.DateField()
     created_by = models.ForeignKey(

@@ -5,7 +5,10 @@ charge basis over the month's hours (reserved or requested GPU-eq-hours, exact f
 used GPU-hours), split by the rate card in effect on each day (a price that changes mid-month
 gives two lines). Its amount is quantity x rate rounded once, half up, to the cent; a
 statement's total is the sum of its rounded lines. Usage with no rate card (a model nobody
-priced, or usage of no known model) is listed at no charge, with no rate. With
+priced, or usage of no known model) is listed at no charge, with no rate. Where the rate card
+of a GPU line prices CPU core-hours or memory GiB-hours, the line's pods' requested CPU and
+memory (whatever the basis: they are always requests) give one more line each, with the same
+GPU model, offering, user, workload and card, their own unit and the card's price for it. With
 PORTAL_CHARGE_UNRESERVED on, a line per GPU model (and rate card) shares out the capacity nobody
 reserved (unreserved.py).
 """
@@ -36,6 +39,18 @@ UNITS = {
     Basis.REQUESTED: "GPU-eq-hour",
     Basis.USED: "GPU-hour",
 }
+# What a line charges for: the GPU quantity of the basis, or the CPU or memory its pods requested.
+GPU, CPU, RAM = "gpu", "cpu", "ram"
+COMPUTE_UNITS = {CPU: "CPU core-hour", RAM: "memory GiB-hour"}
+
+
+def card_price(card: RateCard, resource: str) -> Decimal | None:
+    """`card`'s price per unit of `resource` (None: the card does not charge for it)."""
+    if resource == CPU:
+        return card.price_per_cpu_core_hour
+    if resource == RAM:
+        return card.price_per_ram_gib_hour
+    return card.price_per_gpu_eq_hour
 
 
 def month_bounds(month: date) -> tuple[datetime, datetime]:
@@ -94,10 +109,12 @@ class Line:
     used_gpu_hours: Decimal = Decimal(0)
     # The quantity by day (UTC), for the budget's burn-down.
     days: dict[date, Fraction] = field(default_factory=dict)
+    resource: str = GPU  # GPU, CPU or RAM
+    unit: str = ""  # empty: the basis's unit (Priced fills it in)
 
     @property
     def rate(self) -> Decimal | None:
-        return self.rate_card.price_per_gpu_eq_hour if self.rate_card else None
+        return card_price(self.rate_card, self.resource) if self.rate_card else None
 
     @property
     def currency(self) -> str:
@@ -117,8 +134,13 @@ class Priced:
     basis: str
     lines: list[Line]
 
+    def __post_init__(self) -> None:
+        for line in self.lines:
+            line.unit = line.unit or self.unit
+
     @property
     def unit(self) -> str:
+        """The unit of the GPU lines (the charge basis's); CPU and memory lines have theirs."""
         return UNITS[Basis(self.basis)]
 
     @property
@@ -217,6 +239,19 @@ def month_priced(
         line.quantity += quantity
         line.days[day] = line.days.get(day, Fraction(0)) + quantity
         line.used_gpu_hours += measures.used_gpu_hours
+        if card is None:
+            continue
+        for resource, requested in ((CPU, measures.cpu_core_hours), (RAM, measures.ram_gib_hours)):
+            if not requested or card_price(card, resource) is None:
+                continue
+            extra_key = (*line_key, resource)
+            extra = lines.get(extra_key)
+            if extra is None:
+                extra = lines[extra_key] = Line(
+                    *line_key[:4], card, resource=resource, unit=COMPUTE_UNITS[resource]
+                )
+            extra.quantity += Fraction(requested)
+            extra.days[day] = extra.days.get(day, Fraction(0)) + Fraction(requested)
     # The optional share of the capacity nobody reserved (PORTAL_CHARGE_UNRESERVED): one
     # grouped reading for the month, shared out tenant by tenant.
     shares = unreserved_capacity(begin, end, basis=basis, rates=rates)

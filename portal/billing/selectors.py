@@ -201,7 +201,7 @@ def statement_lines(
     priced = tenant_month_priced(statement.tenant, statement.month, basis=statement.basis)
     for line in priced.lines[start:stop]:
         yield LineView(
-            line.gpu_model, line.offering, line.user, line.workload, line.quantity, priced.unit,
+            line.gpu_model, line.offering, line.user, line.workload, line.quantity, line.unit,
             line.rate, line.currency, line.amount, line.used_gpu_hours,
         )  # fmt: skip
 

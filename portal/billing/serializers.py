@@ -54,12 +54,15 @@ class RateCardSerializer(serializers.ModelSerializer[RateCard]):
     class Meta:
         model = RateCard
         fields = (
-            "id", "gpu_model", "backend", "currency", "price_per_gpu_eq_hour", "effective_from",
-            "created_by", "created_at",
+            "id", "gpu_model", "backend", "currency", "price_per_gpu_eq_hour",
+            "price_per_cpu_core_hour", "price_per_ram_gib_hour", "effective_from", "created_by",
+            "created_at",
         )  # fmt: skip
         read_only_fields = fields
         extra_kwargs = {
             "backend": {"help_text": "sharing backend slug; null: every backend without its own"},
+            "price_per_cpu_core_hour": {"help_text": "null: CPU is not charged"},
+            "price_per_ram_gib_hour": {"help_text": "null: memory is not charged"},
         }
 
 
@@ -93,6 +96,18 @@ class RateCardInputSerializer(serializers.Serializer[Any]):
         help_text="ISO 4217, e.g. EUR",
     )
     price_per_gpu_eq_hour = PriceField(help_text='a string, e.g. "2.50"; up to 4 decimals')
+    price_per_cpu_core_hour = PriceField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text='per CPU core-hour the pods request, e.g. "0.05"; null or absent: not charged',
+    )
+    price_per_ram_gib_hour = PriceField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text='per memory GiB-hour the pods request, e.g. "0.01"; null or absent: not charged',
+    )
     effective_from = serializers.DateField(help_text="the first day the price applies")
 
 
@@ -115,7 +130,9 @@ class StatementSerializer(serializers.Serializer[StatementView]):
     cost_centre = serializers.CharField()
     currency = serializers.CharField(help_text="empty: nothing priced")
     basis = serializers.ChoiceField(choices=Basis.choices)
-    unit = serializers.CharField(help_text="of the lines' quantities")
+    unit = serializers.CharField(
+        help_text="of the GPU lines' quantities (the basis's); CPU and memory lines have their own"
+    )
     total = serializers.DecimalField(
         max_digits=18, decimal_places=2, help_text="the sum of the lines' rounded amounts"
     )
@@ -190,7 +207,9 @@ class LineSerializer(serializers.Serializer[LineView]):
     user = serializers.CharField(help_text="username")
     workload = serializers.CharField()
     quantity = FractionField(help_text="exact, of `unit`, e.g. 10/7")
-    unit = serializers.CharField()
+    unit = serializers.CharField(
+        help_text="GPU-eq-hour or GPU-hour (the basis), CPU core-hour or memory GiB-hour"
+    )
     rate = serializers.DecimalField(
         max_digits=14, decimal_places=4, allow_null=True, help_text="null: no rate card, no charge"
     )

@@ -53,14 +53,16 @@ def rate_card_create(
     currency: str,
     price_per_gpu_eq_hour: Decimal | str,
     effective_from: date,
+    price_per_cpu_core_hour: Decimal | str | None = None,
+    price_per_ram_gib_hour: Decimal | str | None = None,
 ) -> RateCard:
-    """A new price from `effective_from` on. A month already closed keeps the prices it used:
-    a card may not take effect inside or before a closed month."""
+    """A new price from `effective_from` on, with optional prices of the CPU core-hours and
+    memory GiB-hours the pods request (None or empty: not charged). A month already closed
+    keeps the prices it used: a card may not take effect inside or before a closed month."""
     _may_price(actor)
-    try:
-        amount = Decimal(str(price_per_gpu_eq_hour).strip())
-    except InvalidOperation:
-        raise ValidationFailed.on("price_per_gpu_eq_hour", "Give a price like 2.50.") from None
+    amount = _price("price_per_gpu_eq_hour", price_per_gpu_eq_hour)
+    cpu_price = _optional_price("price_per_cpu_core_hour", price_per_cpu_core_hour)
+    ram_price = _optional_price("price_per_ram_gib_hour", price_per_ram_gib_hour)
     closed = Period.objects.filter(
         state=PeriodState.CLOSED, month__gte=effective_from.replace(day=1)
     )
@@ -75,6 +77,8 @@ def rate_card_create(
         backend=backend,
         currency=currency.strip().upper(),
         price_per_gpu_eq_hour=amount,
+        price_per_cpu_core_hour=cpu_price,
+        price_per_ram_gib_hour=ram_price,
         effective_from=effective_from,
         created_by=actor,
     )
@@ -92,10 +96,31 @@ def rate_card_create(
             "backend": [None, backend.slug if backend else None],
             "currency": [None, card.currency],
             "price_per_gpu_eq_hour": [None, str(card.price_per_gpu_eq_hour)],
+            "price_per_cpu_core_hour": [None, _text(card.price_per_cpu_core_hour)],
+            "price_per_ram_gib_hour": [None, _text(card.price_per_ram_gib_hour)],
             "effective_from": [None, effective_from.isoformat()],
         },
     )
     return card
+
+
+def _price(field: str, value: Decimal | str) -> Decimal:
+    """`value` as a Decimal; ValidationFailed naming `field` when it is not a number (its
+    range, digits and sign are the model's to check)."""
+    try:
+        return Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValidationFailed.on(field, "Give a price like 2.50.") from None
+
+
+def _optional_price(field: str, value: Decimal | str | None) -> Decimal | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return _price(field, value)
+
+
+def _text(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
 
 
 def _metering_holds_back(end: Any) -> list[str]:
@@ -164,7 +189,7 @@ def period_close(*, actor: User, month: date) -> Period:
                 workload=line.workload,
                 quantity_num=line.quantity.numerator,
                 quantity_den=line.quantity.denominator,
-                unit=priced.unit,
+                unit=line.unit,
                 rate_card=line.rate_card,
                 rate=line.rate,
                 currency=line.currency,

@@ -4,7 +4,8 @@
 A closed month's numbers are its stored statements' totals (one query for every closed month).
 An open month is priced from the daily rollup (`UsageDaily`, one grouped query for every open
 month of the range) instead of pricing each tenant's hourly records: rate cards take effect by
-day, so a day's quantity per GPU model and offering finds its card exactly. Its amount is the
+day, so a day's quantity per GPU model and offering finds its card exactly, and with it the day's
+requested CPU core-hours and memory GiB-hours their prices on that card. Its amount is the
 exact price of the month's quantities, rounded once to the cent per tenant and month; a
 statement rounds each of its lines (model x offering x user x workload x card) instead, so an
 open month's number is *provisional, approx.*: it may differ from the provisional statement's
@@ -22,7 +23,7 @@ from django.db.models import Q
 
 from portal.accounts.models import User
 from portal.billing.models import Basis, Period, PeriodState, Statement
-from portal.billing.pricing import CENT, RateBook, month_bounds
+from portal.billing.pricing import CENT, CPU, GPU, RAM, RateBook, card_price, month_bounds
 from portal.billing.selectors import month_of, tenants_seen
 from portal.catalog.models import Offering
 from portal.core.errors import NotFound, ValidationFailed
@@ -122,7 +123,14 @@ def _rollup_priced(
             quantity = Fraction(measures.requested)
         else:
             quantity = Fraction(measures.used_gpu_hours)
-        by_rate[(card.currency, card.price_per_gpu_eq_hour)] += quantity
+        for resource, amount in (
+            (GPU, quantity),
+            (CPU, Fraction(measures.cpu_core_hours)),
+            (RAM, Fraction(measures.ram_gib_hours)),
+        ):
+            rate = card_price(card, resource)
+            if rate is not None and (amount or resource == GPU):
+                by_rate[(card.currency, rate)] += amount
     amounts: dict[tuple[date, int], dict[str, Decimal]] = {}
     with localcontext() as context:
         context.prec = 50

@@ -20,6 +20,10 @@ Attribution (README, "Usage metering"):
   whose extended resources they ask for;
 - requested GPU-eq-hours are the pod's requests in units of its offering x the offering's
   GPU-eq x the time the pod ran (samples in phase Running x the scrape interval);
+- CPU core-hours and memory (RAM) GiB-hours are the CPU and memory requests of a pod that asks
+  for a GPU, summed over its containers, x the time it ran, with the pod's key: pods that hold
+  no GPU are not metered (rate cards are per GPU model; they have none), and an allocation
+  with no pod has none;
 - used GPU-hours are the device's busy time x its GPU-eq (a MIG instance `3g.40gb` is 3/7 of a
   GPU); a device several pods share is split among them by their requested GPU-eq (equally
   when unknown); memory GiB-hours likewise;
@@ -58,6 +62,9 @@ from portal.metering.models import (
     WorkloadKind,
 )
 from portal.metering.sources import (
+    COMPUTE_RESOURCES,
+    CPU,
+    MEMORY,
     WINDOW,
     DeviceUse,
     MetricsSource,
@@ -73,6 +80,7 @@ logger = logging.getLogger(__name__)
 NOTEBOOK_POD = re.compile(r"^nb-(\d+)-0$")
 MIG_PROFILE = re.compile(r"(?:^|\.)(\d+)g\.")
 HOUR_SECONDS = 3600
+GIB = 2**30
 
 
 def hour_floor(moment: datetime) -> datetime:
@@ -250,6 +258,8 @@ def daily_rollup(cluster: Cluster, day: date) -> None:
             offering_id=offering_id,
             used_gpu_hours=total.used_gpu_hours,
             memory_gib_hours=total.memory_gib_hours,
+            cpu_core_hours=total.cpu_core_hours,
+            ram_gib_hours=total.ram_gib_hours,
         )
         row.reserved, row.requested = total.reserved, total.requested
         daily.append(row)
@@ -333,6 +343,8 @@ class Attribution:
                 offering_id=key.offering_id,
                 used_gpu_hours=measures.used_gpu_hours.quantize(MICRO),
                 memory_gib_hours=measures.memory_gib_hours.quantize(MICRO),
+                cpu_core_hours=measures.cpu_core_hours.quantize(MICRO),
+                ram_gib_hours=measures.ram_gib_hours.quantize(MICRO),
             )
             record.reserved, record.requested = measures.reserved, measures.requested
             records.append(record)
@@ -482,7 +494,10 @@ class Attribution:
             if model_id is not None:
                 seen.setdefault((use.namespace, use.pod), model_id)
         held: dict[tuple[str, str], tuple[Key, Fraction]] = {}
-        for pod, resources in asks.items():
+        for pod, asked in asks.items():
+            resources = {n: a for n, a in asked.items() if n not in COMPUTE_RESOURCES}
+            if not resources:
+                continue  # no GPU: not metered (its CPU and memory included)
             key = self.pod_keys[pod]
             offering = offerings.get(key.offering_id) if key.offering_id else None
             if offering is None:
@@ -518,7 +533,11 @@ class Attribution:
             held[pod] = (key, gpu_eq)
             seconds = running.get(pod, 0)
             if seconds:
-                self.totals[key].requested += Fraction(seconds, HOUR_SECONDS) * gpu_eq
+                measures = self.totals[key]
+                measures.requested += Fraction(seconds, HOUR_SECONDS) * gpu_eq
+                cpu, ram = asked.get(CPU, Decimal(0)), asked.get(MEMORY, Decimal(0))
+                measures.cpu_core_hours += cpu * seconds / HOUR_SECONDS
+                measures.ram_gib_hours += ram * seconds / GIB / HOUR_SECONDS
         return held
 
     # used, from the DCGM exporter

@@ -11,7 +11,9 @@ Measures (DOMAIN.md, "Usage record"):
 - `reserved`: GPU-eq-hours from the allocation ledger, an exact fraction;
 - `requested`: GPU-eq-hours pods held (kube-state-metrics), an exact fraction;
 - `used_gpu_hours`: GPU-hours of busy GPU (DCGM exporter), and `memory_gib_hours`: GPU memory
-  in use (GiB-hours). These come from sampled utilisation: Decimal, to the microhour.
+  in use (GiB-hours). These come from sampled utilisation: Decimal, to the microhour;
+- `cpu_core_hours` and `ram_gib_hours`: the CPU cores and memory (RAM, GiB) the pods that hold
+  a GPU requested (kube-state-metrics), times the time they ran: Decimal, to the microhour.
 """
 
 from collections.abc import Sequence
@@ -91,12 +93,14 @@ class WorkloadKind(models.TextChoices):
 
 @dataclass
 class Measures:
-    """The four measures of some usage: GPU-eq-hours exact, used and memory to the microhour."""
+    """The measures of some usage: GPU-eq-hours exact, the others to the microhour."""
 
     reserved: Fraction = Fraction(0)
     requested: Fraction = Fraction(0)
     used_gpu_hours: Decimal = Decimal(0)
     memory_gib_hours: Decimal = Decimal(0)
+    cpu_core_hours: Decimal = Decimal(0)
+    ram_gib_hours: Decimal = Decimal(0)
 
 
 class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
@@ -111,6 +115,8 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
                 requested=Sum("requested_num"),
                 used=Sum("used_gpu_hours"),
                 memory=Sum("memory_gib_hours"),
+                cpu=Sum("cpu_core_hours"),
+                ram=Sum("ram_gib_hours"),
             )
         )
         sums: dict[tuple[Any, ...], Measures] = {}
@@ -120,14 +126,18 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
             total.requested += Fraction(row["requested"], row["requested_den"])
             total.used_gpu_hours += row["used"]
             total.memory_gib_hours += row["memory"]
+            total.cpu_core_hours += row["cpu"]
+            total.ram_gib_hours += row["ram"]
         for total in sums.values():  # SQLite sums decimals with more places than it stores
             total.used_gpu_hours = total.used_gpu_hours.quantize(MICRO)
             total.memory_gib_hours = total.memory_gib_hours.quantize(MICRO)
+            total.cpu_core_hours = total.cpu_core_hours.quantize(MICRO)
+            total.ram_gib_hours = total.ram_gib_hours.quantize(MICRO)
         return sums
 
 
 class UsageMeasures(models.Model):
-    """Where usage happened and the four measures: what records and the rollup share."""
+    """Where usage happened and the measures: what records and the rollup share."""
 
     cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
     tenant = models.ForeignKey(
@@ -146,6 +156,10 @@ class UsageMeasures(models.Model):
     requested = gpu_eq_property("requested")
     used_gpu_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
     memory_gib_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+    # What the pods holding GPUs requested besides them (not GPU memory, above): CPU cores and
+    # memory (RAM) in GiB, times the time they ran.
+    cpu_core_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
+    ram_gib_hours = models.DecimalField(max_digits=20, decimal_places=6, default=0)
 
     objects = UsageQuerySet.as_manager()
 

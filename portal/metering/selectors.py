@@ -90,6 +90,8 @@ class UsageRow(Measures):
             "used_gpu_hours": f"{self.used_gpu_hours:f}",
             "memory_gib_hours": f"{self.memory_gib_hours:f}",
             "utilisation": None if utilisation is None else f"{utilisation:f}",
+            "cpu_core_hours": f"{self.cpu_core_hours:f}",
+            "ram_gib_hours": f"{self.ram_gib_hours:f}",
         }
 
 

@@ -22,7 +22,7 @@ GROUP_COLUMNS = (
 )  # fmt: skip
 MEASURE_COLUMNS = (
     "reserved_gpu_eq_hours", "reserved_display", "requested_gpu_eq_hours", "requested_display",
-    "used_gpu_hours", "memory_gib_hours", "utilisation",
+    "used_gpu_hours", "memory_gib_hours", "utilisation", "cpu_core_hours", "ram_gib_hours",
 )  # fmt: skip
 # Which columns each group adds.
 COLUMNS_OF_GROUP = {
@@ -119,6 +119,14 @@ class UsageRowSerializer(serializers.Serializer[Any]):
         decimal_places=4,
         allow_null=True,
         help_text="used over reserved GPU-hours (1 = all); null when nothing was reserved",
+    )
+    cpu_core_hours = serializers.DecimalField(
+        max_digits=20, decimal_places=6, help_text="CPU cores the GPU pods requested x hours"
+    )
+    ram_gib_hours = serializers.DecimalField(
+        max_digits=20,
+        decimal_places=6,
+        help_text="memory (RAM, GiB) the GPU pods requested x hours; not GPU memory",
     )
 
 

@@ -8,8 +8,11 @@ Each sample stands for one scrape interval (`Cluster.metrics_interval_seconds`),
 samples times the interval is an integral over time:
 
 - requests: `sum by (namespace, pod, resource) (max by (namespace, pod, container, resource)
-  (max_over_time(kube_pod_container_resource_requests{resource=~"<the catalog's resources>"}
-  [1h])))`, what each pod asks for (one series per container, however many incarnations);
+  (max_over_time(kube_pod_container_resource_requests{resource=~"<the catalog's resources>|
+  cpu|memory"}[1h]))) and on (namespace, pod) <the pods asking for one of the catalog's
+  resources>`, what each pod asks for (one series per container, however many incarnations):
+  its GPU resources, and its CPU (cores) and memory (bytes) when it asks for a GPU, so pods
+  without one (most of a cluster) are not read at all;
 - running: `sum by (namespace, pod) (max by (namespace, pod, uid) (sum_over_time(
   kube_pod_status_phase{phase="Running"}[1h])))`, the samples in which each incarnation ran;
 - busy: `sum_over_time(DCGM_FI_DEV_GPU_UTIL[1h])` (percent) and
@@ -45,10 +48,16 @@ class MetricsUnavailable(Exception):
     """The window's metrics could not be read (the source's reason in the message)."""
 
 
+# kube-state-metrics' labels of the pod's CPU (in cores) and memory (in bytes) requests.
+CPU, MEMORY = "cpu", "memory"
+COMPUTE_RESOURCES = (CPU, MEMORY)
+
+
 @dataclass(frozen=True)
 class PodRequest:
-    """A pod asks for `amount` of the extended resource `resource` (kube-state-metrics' label,
-    e.g. `nvidia_com_mig_1g_10gb` for `nvidia.com/mig-1g.10gb`)."""
+    """A pod asks for `amount` of the resource `resource`: an extended resource as
+    kube-state-metrics labels it (e.g. `nvidia_com_mig_1g_10gb` for `nvidia.com/mig-1g.10gb`),
+    or `cpu` (cores) or `memory` (bytes), summed over the pod's containers."""
 
     namespace: str
     pod: str
@@ -146,13 +155,17 @@ class PrometheusSource:
         metrics = WindowMetrics()
         wanted = sorted({re.escape(name) for name in resources})
         if wanted:
-            selector = f'kube_pod_container_resource_requests{{resource=~"{"|".join(wanted)}"}}'
+            requests = "kube_pod_container_resource_requests"
+            gpus = f'{requests}{{resource=~"{"|".join(wanted)}"}}'
+            every = f'{requests}{{resource=~"{"|".join([*wanted, *COMPUTE_RESOURCES])}"}}'
             for sample in self._query(
                 metrics,
                 # One series per container and incarnation (uid, node while pending, the
-                # kube-state-metrics instance): the largest per container, summed per pod.
+                # kube-state-metrics instance): the largest per container, summed per pod;
+                # CPU and memory too, of the pods that ask for a GPU only.
                 "sum by (namespace, pod, resource) (max by (namespace, pod, container, resource)"
-                f" (max_over_time({selector}{span})))",
+                f" (max_over_time({every}{span})))"
+                f" and on (namespace, pod) count by (namespace, pod) (max_over_time({gpus}{span}))",
                 at,
             ):
                 namespace, pod, resource = _key(sample, "namespace", "pod", "resource")

@@ -6,7 +6,9 @@ at batch allocations (purpose `batch`, no notebook) of offerings one of the clus
 serves, and answers as kube-state-metrics and the DCGM exporter would:
 
 - each pod asks for its offering's extended resources x the allocation's count, and runs for
-  the part of the window its allocation held, in whole scrape intervals;
+  the part of the window its allocation held, in whole scrape intervals; a notebook's pod asks
+  for the CPU cores and memory the notebook was launched with (as its StatefulSet does), a
+  batch pod for BATCH_CPU_CORES and BATCH_MEMORY_GIB per allocated unit;
 - each pod's GPUs (or MIG instance) are busy by a function of a hash of the pod's name and the
   hour of the day: busier on weekday working hours (UTC), and one pod in five barely used (the
   idle allocations a lead wants to see); a time-sliced or memory-sliced share is busy in
@@ -33,6 +35,8 @@ from portal.allocations.models import GpuRequest, Purpose
 from portal.catalog.models import GpuModel, GpuPool, Offering
 from portal.cluster.models import Cluster
 from portal.metering.sources import (
+    CPU,
+    MEMORY,
     WINDOW,
     DeviceUse,
     GpuCapacity,
@@ -49,6 +53,11 @@ PLATFORM_POD = "inference-gateway-0"
 MIG_RESOURCE = re.compile(r"/mig-(\d+g\.(\d+)gb)$")
 WORKING_HOURS = range(8, 19)
 XID_ONE_IN = 60  # windows; an XID 79 ("fallen off the bus") or 48 (double-bit ECC) then
+GIB = 2**30
+# What a batch pod requests besides its GPUs, per unit of its offering it holds.
+BATCH_CPU_CORES, BATCH_MEMORY_GIB = Decimal(8), 64
+# The platform team's gateway: CPU cores and memory (GiB).
+PLATFORM_CPU_CORES, PLATFORM_MEMORY_GIB = Decimal(4), 32
 
 
 def _unit(*parts: object) -> float:
@@ -91,7 +100,7 @@ class SyntheticSource:
         end = start + WINDOW
         wanted = set(resources)
         metrics = WindowMetrics(queries=0)
-        for namespace, pod, allocation in self._pods(start, end):
+        for namespace, pod, allocation, compute in self._pods(start, end):
             begin = max(allocation.starts_at or start, start)
             finish = min(allocation.ends_at or end, end)
             seconds = int((finish - begin).total_seconds()) // self.interval * self.interval
@@ -105,6 +114,7 @@ class SyntheticSource:
                 start=start,
                 seconds=seconds,
                 wanted=wanted,
+                compute=compute,
             )
         self._platform(metrics, start, wanted)
         metrics.capacity = self._capacity()
@@ -117,8 +127,11 @@ class SyntheticSource:
             gpus[_device_name(pool.gpu_model)] += pool.node_count * pool.gpus_per_node
         return [GpuCapacity(name, Fraction(count)) for name, count in sorted(gpus.items()) if count]
 
-    def _pods(self, start: datetime, end: datetime) -> list[tuple[str, str, GpuRequest]]:
-        """(namespace, pod, allocation) of every pod that ran in the window."""
+    def _pods(
+        self, start: datetime, end: datetime
+    ) -> list[tuple[str, str, GpuRequest, tuple[Decimal, int]]]:
+        """(namespace, pod, allocation, (CPU cores, memory bytes)) of every pod that ran in the
+        window."""
         overlapping = Q(allocation__starts_at__lt=end, allocation__ends_at__gt=start)
         notebooks = (
             Notebook.objects.filter(overlapping, cluster=self.cluster)
@@ -130,6 +143,7 @@ class SyntheticSource:
                 self.cluster.namespace_for(notebook.tenant.slug),
                 f"{notebook.kubernetes_name}-0",
                 notebook.allocation,
+                (notebook.cpu_cores, notebook.memory_gib * GIB),
             )
             for notebook in notebooks
         ]
@@ -151,6 +165,7 @@ class SyntheticSource:
                 self.cluster.namespace_for(batch.tenant.slug),
                 f"batch-{batch.pk}-{int(_unit(batch.pk) * 0xFFFFF):05x}",
                 batch,
+                (BATCH_CPU_CORES * batch.count, BATCH_MEMORY_GIB * GIB * batch.count),
             )
             for batch in batches
         ]
@@ -166,9 +181,11 @@ class SyntheticSource:
         start: datetime,
         seconds: int,
         wanted: set[str],
+        compute: tuple[Decimal, int],
     ) -> None:
         offering: Offering = allocation.offering
         model = offering.gpu_model
+        asked = False
         for name, quantity in sorted(offering.resources.items()):
             amount = _quantity(quantity)
             if amount is not None and resource_label(name) in wanted:
@@ -176,6 +193,11 @@ class SyntheticSource:
                 metrics.requests.append(
                     PodRequest(namespace, pod, label, amount * allocation.count)
                 )
+                asked = True
+        if asked:  # as Prometheus is asked: CPU and memory of pods that ask for a GPU
+            cores, memory_bytes = compute
+            metrics.requests.append(PodRequest(namespace, pod, CPU, cores))
+            metrics.requests.append(PodRequest(namespace, pod, MEMORY, Decimal(memory_bytes)))
         metrics.running.append(PodRunning(namespace, pod, seconds))
         busy = utilisation(pod, start)
         mig = next(
@@ -223,9 +245,13 @@ class SyntheticSource:
         model = pool.gpu_model
         seconds = int(WINDOW.total_seconds())
         if "nvidia_com_gpu" in wanted:
-            metrics.requests.append(
-                PodRequest(PLATFORM_NAMESPACE, PLATFORM_POD, "nvidia_com_gpu", Decimal(1))
-            )
+            metrics.requests += [
+                PodRequest(PLATFORM_NAMESPACE, PLATFORM_POD, "nvidia_com_gpu", Decimal(1)),
+                PodRequest(PLATFORM_NAMESPACE, PLATFORM_POD, CPU, PLATFORM_CPU_CORES),
+                PodRequest(
+                    PLATFORM_NAMESPACE, PLATFORM_POD, MEMORY, Decimal(PLATFORM_MEMORY_GIB * GIB)
+                ),
+            ]
         metrics.running.append(PodRunning(PLATFORM_NAMESPACE, PLATFORM_POD, seconds))
         busy = min(utilisation(PLATFORM_POD, start) + Decimal("0.3"), Decimal(1))
         node = f"{model.slug}-node-0"

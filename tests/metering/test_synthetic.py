@@ -76,13 +76,22 @@ def test_pods_ask_for_their_offering_and_run_the_overlap_in_whole_intervals(demo
     metrics = SyntheticSource(cluster).window(start, resources=_resource_labels(cluster))
 
     pod = f"nb-{notebook.pk}-0"
-    requests = {(r.namespace, r.pod): (r.resource, r.amount) for r in metrics.requests}
-    assert requests[("t-vision", pod)] == ("nvidia_com_mig_1g_10gb", Decimal(1))
+    requests: dict[tuple[str, str], dict[str, Decimal]] = {}
+    for r in metrics.requests:
+        requests.setdefault((r.namespace, r.pod), {})[r.resource] = r.amount
+    # The notebook asks for its slice, and the CPU and memory it was launched with.
+    assert requests[("t-vision", pod)] == {
+        "nvidia_com_mig_1g_10gb": Decimal(1),
+        "cpu": notebook.cpu_cores,
+        "memory": Decimal(notebook.memory_gib * 2**30),
+    }
     batch_pods = [
         p for (ns, p) in requests if ns == "t-vision" and p.startswith(f"batch-{batch.pk}-")
     ]
     assert len(batch_pods) == 1
-    assert requests[("t-vision", batch_pods[0])] == ("nvidia_com_gpu", Decimal(1))
+    assert requests[("t-vision", batch_pods[0])] == {
+        "nvidia_com_gpu": Decimal(1), "cpu": Decimal(8), "memory": Decimal(64 * 2**30),
+    }  # fmt: skip
     running = {(r.namespace, r.pod): r.seconds for r in metrics.running}
     overlap = int((start + timedelta(hours=1) - slice_.starts_at).total_seconds())
     assert running[("t-vision", pod)] == overlap // 30 * 30

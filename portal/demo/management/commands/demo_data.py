@@ -101,6 +101,9 @@ RATES = {
     "t4": "0.35",
     "mi250": "1.60",
 }  # the justification that marks them, so a second run adds none
+# Every demo card also prices the CPU cores and memory the pods request (per core-hour and per
+# GiB-hour), so statements show such lines.
+CPU_RATE, RAM_RATE = "0.03", "0.004"
 HISTORY: list[tuple[str, str, str, int, str, int, int, int]] = [
     ("developer", "vision", "a100-80gb-mig-1g-10gb", 1, Purpose.NOTEBOOK, 0, 9, 8),
     ("developer", "vision", "t4-time-slicing-1-4", 1, Purpose.NOTEBOOK, 3, 13, 6),
@@ -314,12 +317,14 @@ class Command(BaseCommand):
                     rate_card_create(
                         actor=finance, gpu_model=model, backend=None, currency="EUR",
                         price_per_gpu_eq_hour=price, effective_from=since,
+                        price_per_cpu_core_hour=CPU_RATE, price_per_ram_gib_hour=RAM_RATE,
                     )  # fmt: skip
             h100 = GpuModel.objects.filter(slug="h100-80gb").first()
             if h100 is not None:
                 rate_card_create(
                     actor=finance, gpu_model=h100, backend=None, currency="EUR",
                     price_per_gpu_eq_hour="3.90", effective_from=this_month,
+                    price_per_cpu_core_hour=CPU_RATE, price_per_ram_gib_hour=RAM_RATE,
                 )  # fmt: skip
         if Period.objects.filter(month=last_month, state=PeriodState.CLOSED).exists():
             return
