@@ -19,11 +19,11 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from portal.accounts.models import User
-from portal.billing.models import Basis, Budget, BudgetAlert, BudgetUnit
+from portal.billing.models import Budget, BudgetAlert, BudgetUnit, basis_quantity
 from portal.billing.pricing import GPU, Priced, month_bounds, price, tenant_month_priced
 from portal.billing.selectors import StatementView
 from portal.core.errors import Conflict, NotFound
-from portal.metering.models import Measures, UsageRecord
+from portal.metering.models import UsageRecord
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
@@ -194,14 +194,6 @@ def budget_for(user: User, slug: str) -> Budget:
     return budget
 
 
-def _basis_quantity(measures: Measures, basis: str) -> Fraction:
-    if basis == Basis.RESERVED:
-        return Fraction(measures.reserved)
-    if basis == Basis.REQUESTED:
-        return Fraction(measures.requested)
-    return Fraction(measures.used_gpu_hours)
-
-
 def budget_column(month: date, statements: list[StatementView]) -> dict[int, str]:
     """For the month's statements list: the budget each tenant with one used, as "84.2%", by
     tenant id. Two queries whatever the number of tenants: the budgets, and (for budgets in
@@ -219,7 +211,7 @@ def budget_column(month: date, statements: list[StatementView]) -> dict[int, str
             tenant_id__in=in_hours, hour__gte=begin, hour__lt=end
         ).measure_sums(["tenant_id"])
         basis = {view.tenant.pk: view.basis for view in statements}
-        hours = {key[0]: _basis_quantity(measures, basis[key[0]]) for key, measures in sums.items()}
+        hours = {key[0]: basis_quantity(measures, basis[key[0]]) for key, measures in sums.items()}
     column = {}
     for budget in budgets:
         view = by_tenant[budget.tenant_id]

@@ -8,6 +8,7 @@ a reason) deletes them; closing again stores them anew. Both are audited.
 """
 
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from django.db import models
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.visibility import VisibleQuerySet, register_scope
+from portal.metering.models import Measures
 from tenants.access import sees_everything, tenants_led_by
 
 currency_validator = RegexValidator(r"^[A-Z]{3}$", "Three capital letters (ISO 4217), e.g. EUR.")
@@ -26,6 +28,16 @@ class Basis(models.TextChoices):
     RESERVED = "reserved", "reserved GPU-eq-hours"
     REQUESTED = "requested", "requested GPU-eq-hours"
     USED = "used", "used GPU-hours"
+
+
+def basis_quantity(measures: Measures, basis: str) -> Fraction:
+    """The quantity a charge basis counts in summed usage measures: reserved or requested
+    GPU-eq-hours, or used GPU-hours, as an exact fraction."""
+    if basis == Basis.RESERVED:
+        return Fraction(measures.reserved)
+    if basis == Basis.REQUESTED:
+        return Fraction(measures.requested)
+    return Fraction(measures.used_gpu_hours)
 
 
 class RateCard(models.Model):

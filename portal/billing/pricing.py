@@ -26,7 +26,7 @@ from django.db.models.functions import TruncDate
 
 from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import PriceQuote
-from portal.billing.models import Basis, RateCard
+from portal.billing.models import Basis, RateCard, basis_quantity
 from portal.billing.unreserved import unreserved_capacity
 from portal.catalog.models import Offering
 from portal.core.errors import Conflict
@@ -153,14 +153,6 @@ class Priced:
         return sum((line.amount for line in self.lines), Decimal("0.00"))
 
 
-def _quantity(measures: Any, basis: str) -> Fraction:
-    if basis == Basis.RESERVED:
-        return Fraction(measures.reserved)
-    if basis == Basis.REQUESTED:
-        return Fraction(measures.requested)
-    return Fraction(measures.used_gpu_hours)
-
-
 def tenant_month_priced(
     tenant: Tenant, month: date, *, basis: str, rates: RateBook | None = None
 ) -> Priced:
@@ -235,7 +227,7 @@ def month_priced(
         line = lines.get(line_key)
         if line is None:
             line = lines[line_key] = Line(model or "", offering or "", user or "", workload, card)
-        quantity = _quantity(measures, basis)
+        quantity = basis_quantity(measures, basis)
         line.quantity += quantity
         line.days[day] = line.days.get(day, Fraction(0)) + quantity
         line.used_gpu_hours += measures.used_gpu_hours

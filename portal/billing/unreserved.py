@@ -31,9 +31,9 @@ from typing import Protocol, cast
 from django.conf import settings
 from django.db.models.functions import TruncDate
 
-from portal.billing.models import Basis, RateCard
+from portal.billing.models import Basis, RateCard, basis_quantity
 from portal.catalog.gpu_eq import gpu_eq_sum_by
-from portal.metering.models import Measures, UsageCapacity, UsageRecord
+from portal.metering.models import UsageCapacity, UsageRecord
 
 WORKLOADS = {
     Basis.RESERVED: "unreserved capacity",
@@ -68,14 +68,6 @@ class UnreservedCapacity:
 
     def of(self, tenant_id: int) -> list[UnreservedShare]:
         return self.shares.get(tenant_id, [])
-
-
-def _quantity(measures: Measures, basis: str) -> Fraction:
-    if basis == Basis.RESERVED:
-        return measures.reserved
-    if basis == Basis.REQUESTED:
-        return measures.requested
-    return Fraction(measures.used_gpu_hours)
 
 
 def unreserved_capacity(
@@ -121,7 +113,7 @@ def unreserved_capacity(
             continue  # no capacity of the model was seen: nothing to share
         card = rates.rate_for(model_id, None, day)
         key = (model_id, card.pk if card else None)
-        quantity = _quantity(measures, basis)
+        quantity = basis_quantity(measures, basis)
         everyone[key] += quantity
         tenants[tenant_id][key] += quantity
     workload = WORKLOADS[Basis(basis)]
