@@ -69,7 +69,12 @@ class BudgetStatus:
     @property
     def over(self) -> bool:
         """Used up: the month has spent the whole budget (or more)."""
-        return not self.problem and self.spent >= self.budget.amount
+        return self.reached(100)
+
+    def reached(self, threshold: int) -> bool:
+        """Whether the month has spent `threshold` percent of the budget, exactly (not the
+        rounded percent shown)."""
+        return not self.problem and self.spent * 100 >= self.budget.amount * threshold
 
     @property
     def level(self) -> str:
@@ -78,7 +83,7 @@ class BudgetStatus:
             return "ok"
         if self.over:
             return "over"
-        return "warning" if self.percent >= WARNING_PERCENT else "ok"
+        return "warning" if self.reached(WARNING_PERCENT) else "ok"
 
     @property
     def month_end(self) -> date:

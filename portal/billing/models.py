@@ -211,7 +211,10 @@ class BudgetAlert(models.Model):
     month = models.DateField()
     threshold = models.PositiveSmallIntegerField(choices=[(t, f"{t}%") for t in THRESHOLDS])
     percent = models.DecimalField(max_digits=12, decimal_places=1)
-    sent_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(auto_now_add=True)  # when the threshold was found reached
+    # When its email went out; empty until then, so the next check sends it again if the task
+    # was lost (the broker down) or gave up (the mail server down).
+    notified_at = models.DateTimeField(null=True, blank=True)
 
     objects = VisibleQuerySet.as_manager()
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from portal.accounts.models import GlobalRole, User
-from portal.billing.budgets import budget_status
+from portal.billing.budgets import BudgetStatus, budget_status
 from portal.billing.models import (
     Budget,
     BudgetAlert,
@@ -36,6 +36,7 @@ from portal.core.errors import (
 )
 from portal.core.validators import model_problems
 from portal.metering.models import MeteringState, UsageRecord
+from portal.metering.selectors import usage_complete_until
 from tenants.models import MemberRole, Membership, Tenant
 
 
@@ -326,43 +327,79 @@ def _this_month() -> date:
     return timezone.now().astimezone(UTC).date().replace(day=1)
 
 
+def _months_to_check(now: datetime) -> list[datetime]:
+    """The moments whose month `budgets_check` measures: now, and the last instant of last
+    month while its usage is still being collected (a metering watermark before its end) and
+    it is not closed, so a threshold crossed in its last hours is still announced."""
+    this_month = now.astimezone(UTC).date().replace(day=1)
+    previous = (this_month - timedelta(days=1)).replace(day=1)
+    end = month_bounds(previous)[1]
+    complete = usage_complete_until()
+    closed = Period.objects.filter(month=previous, state=PeriodState.CLOSED).exists()
+    if closed or (complete is not None and complete >= end):
+        return [now]
+    return [end - timedelta(microseconds=1), now]
+
+
 def budgets_check(*, now: datetime | None = None) -> int:
-    """Periodic: for every tenant with a budget, this month's spending so far; a threshold
-    (80%, 100%) reached for the first time this month is recorded (a BudgetAlert row, unique
-    per tenant, month and threshold), audited and mailed to the tenant's leads and to finance
-    once the transaction commits. Running it twice, or twice at once, notifies nobody twice.
-    A tenant whose month cannot be priced is skipped. Returns how many alerts it made."""
+    """Periodic: for every tenant with a budget, this month's spending so far (and last month's,
+    while its usage is still coming in); a threshold (80%, 100%) reached for the first time in
+    a month is recorded (a BudgetAlert row, unique per tenant, month and threshold), audited
+    and mailed to the tenant's leads and to finance once the transaction commits. Running it
+    twice, or twice at once, records nobody twice; an alert whose mail has not gone out (the
+    task lost or out of retries) is sent again by the next check. A tenant whose month cannot
+    be priced is skipped. Returns how many alerts it made."""
     from portal.billing.tasks import send_budget_alert  # noqa: PLC0415  (services send tasks)
 
+    now = now or timezone.now()
     made = 0
+    moments = _months_to_check(now)
     for budget in Budget.objects.select_related("tenant").order_by("tenant__slug"):
-        status = budget_status(budget, now=now)
-        if status.problem:
-            continue
-        for threshold in BudgetAlert.THRESHOLDS:
-            if status.percent < threshold:
+        # Last month only for a budget it already had (set or changed before this month).
+        for moment in (m for m in moments if m == now or budget.updated_at <= m):
+            status = budget_status(budget, now=moment)
+            if status.problem:
                 continue
-            with transaction.atomic():
-                alert, created = BudgetAlert.objects.get_or_create(
-                    tenant=budget.tenant,
-                    month=status.month,
-                    threshold=threshold,
-                    defaults={"percent": status.percent},
-                )
-                if not created:
-                    continue
-                audit_record(
-                    actor=None,
-                    action="budget.alert",
-                    target=alert,
-                    tenant=budget.tenant,
-                    changes={"percent": [None, str(status.percent)]},
-                    comment=f"{status.spent} of {budget.amount} {status.unit_label} spent in "
-                    f"{status.month:%Y-%m}; {status.projected} projected by the month's end.",
-                )
-                send_budget_alert.delay(alert.pk)
-                made += 1
+            for threshold in BudgetAlert.THRESHOLDS:
+                if status.reached(threshold):
+                    made += _alert_record(budget, status, threshold)
+    # Mails that never went out: queued again once the first attempt had time to finish.
+    unsent = BudgetAlert.objects.filter(
+        notified_at__isnull=True, sent_at__lt=now - UNSENT_ALERT_GRACE
+    ).values_list("pk", flat=True)
+    for alert_id in unsent:
+        send_budget_alert.delay(alert_id)
     return made
+
+
+# How long an alert's first email may take before the next check sends it again.
+UNSENT_ALERT_GRACE = timedelta(minutes=30)
+
+
+@transaction.atomic
+def _alert_record(budget: Budget, status: BudgetStatus, threshold: int) -> int:
+    """The alert for `threshold` in the status's month, made once (1) or found (0)."""
+    from portal.billing.tasks import send_budget_alert  # noqa: PLC0415  (services send tasks)
+
+    alert, created = BudgetAlert.objects.get_or_create(
+        tenant=budget.tenant,
+        month=status.month,
+        threshold=threshold,
+        defaults={"percent": status.percent},
+    )
+    if not created:
+        return 0
+    audit_record(
+        actor=None,
+        action="budget.alert",
+        target=alert,
+        tenant=budget.tenant,
+        changes={"percent": [None, str(status.percent)]},
+        comment=f"{status.spent} of {budget.amount} {status.unit_label} spent in "
+        f"{status.month:%Y-%m}; {status.projected} projected by the month's end.",
+    )
+    send_budget_alert.delay(alert.pk)
+    return 1
 
 
 def budget_alert_recipients(tenant: Tenant) -> list[str]:
@@ -379,10 +416,24 @@ def budget_alert_recipients(tenant: Tenant) -> list[str]:
 def budget_alert_send(*, alert_id: int) -> int:
     """Email one budget alert to the tenant's leads and finance; how many messages went out
     (none when the alert is gone, e.g. the budget was changed since)."""
-    alert = BudgetAlert.objects.select_related("tenant").filter(pk=alert_id).first()
-    budget = Budget.objects.filter(tenant_id=alert.tenant_id).first() if alert else None
-    if alert is None or budget is None:
-        return 0
+    with transaction.atomic():
+        # Locked, so a resend and the first attempt never both mail it.
+        alert = (
+            BudgetAlert.objects.select_for_update(of=("self",))
+            .select_related("tenant")
+            .filter(pk=alert_id, notified_at__isnull=True)
+            .first()
+        )
+        budget = Budget.objects.filter(tenant_id=alert.tenant_id).first() if alert else None
+        if alert is None or budget is None:
+            return 0
+        sent = _alert_mail(alert, budget)
+        alert.notified_at = timezone.now()
+        alert.save(update_fields=["notified_at"])
+        return sent
+
+
+def _alert_mail(alert: BudgetAlert, budget: Budget) -> int:
     to = budget_alert_recipients(alert.tenant)
     if not to:
         return 0

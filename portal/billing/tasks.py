@@ -3,6 +3,7 @@
 from celery import shared_task
 
 from portal.billing.services import budget_alert_send, budgets_check
+from portal.core.task_base import RobustlySentTask
 
 
 @shared_task(autoretry_for=(ConnectionError,))
@@ -11,7 +12,8 @@ def check_budgets() -> int:
     return budgets_check()
 
 
-@shared_task(autoretry_for=(OSError,))
+# Robustly sent: a send lost after the commit is picked up by the next check (`notified_at`).
+@shared_task(base=RobustlySentTask, autoretry_for=(OSError,))
 def send_budget_alert(alert_id: int) -> int:
     """Email one budget alert to the tenant's leads and finance (after the alert committed)."""
     return budget_alert_send(alert_id=alert_id)

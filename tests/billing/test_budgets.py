@@ -21,7 +21,7 @@ from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.selectors import gpu_request_preview
 from portal.allocations.services import gpu_request_submit
 from portal.billing.budgets import budget_status
-from portal.billing.models import Budget, BudgetAlert
+from portal.billing.models import Budget, BudgetAlert, Period, PeriodState
 from portal.billing.pricing import month_bounds, tenant_month_priced
 from portal.billing.selectors import current_month
 from portal.billing.services import budget_remove, budget_set, budgets_check, rate_card_create
@@ -41,6 +41,7 @@ API = "/api/v1/"
 WHOLE = "a100-80gb-whole"
 MIG = "a100-80gb-mig-1g-10gb"
 NOW_BEGIN, NOW_END = month_bounds(current_month())
+SECOND = timedelta(seconds=1)
 
 
 @dataclass
@@ -257,6 +258,75 @@ def test_80_and_100_percent_notify_the_leads_and_finance_once_each(
     assert sorted(BudgetAlert.objects.values_list("threshold", flat=True)) == [80, 100]
     events = AuditEvent.objects.filter(action="budget.alert", tenant=spend.tenant)
     assert events.count() == 2
+
+
+def test_thresholds_compare_exactly_not_the_rounded_percent(
+    spend: Spend, finance_user, tasks_in_process, django_capture_on_commit_callbacks
+) -> None:
+    spend.allocate(WHOLE, BEGIN + DAY, 8)  # 16.00 of 20.01 EUR: 79.96%, shown as 80.0%
+    spend.collect()
+    budget(finance_user, spend.tenant, "20.01")
+    status = budget_status(Budget.objects.get(), now=BEGIN + 5 * DAY)
+    assert status.percent == Decimal("80.0")
+    assert (status.reached(80), status.level) == (False, "ok")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert budgets_check(now=BEGIN + 5 * DAY) == 0
+    assert mail.outbox == []
+
+
+def test_an_alert_whose_mail_never_went_out_is_sent_by_the_next_check(
+    spend: Spend, finance_user, lead, tasks_in_process, django_capture_on_commit_callbacks
+) -> None:
+    spend.allocate(WHOLE, BEGIN + DAY, 8)  # 80% of 20.00 EUR
+    spend.collect()
+    budget(finance_user, spend.tenant, "20")
+    now = BEGIN + 5 * DAY
+    # The check recorded the alert, but its mail was lost (the broker was down after commit).
+    with django_capture_on_commit_callbacks(execute=False):
+        assert budgets_check(now=now) == 1
+    alert = BudgetAlert.objects.get()
+    assert (alert.notified_at, mail.outbox) == (None, [])
+
+    with django_capture_on_commit_callbacks(execute=True):
+        budgets_check(now=now)  # too soon: the first attempt may still be on its way
+    assert mail.outbox == []
+    BudgetAlert.objects.filter(pk=alert.pk).update(sent_at=now - timedelta(hours=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert budgets_check(now=now) == 0
+        budgets_check(now=now)  # sent once, whatever runs next
+
+    [sent] = mail.outbox
+    assert "80% reached" in sent.subject
+    alert.refresh_from_db()
+    assert alert.notified_at is not None
+
+
+@pytest.mark.parametrize("closed", [False, True], ids=["collecting", "closed"])
+def test_last_months_threshold_is_announced_while_its_usage_still_comes_in(
+    spend: Spend,
+    finance_user,
+    tasks_in_process,
+    django_capture_on_commit_callbacks,
+    closed: bool,
+) -> None:
+    spend.allocate(WHOLE, END - 8 * 3600 * SECOND, 8)  # last month's last 8 hours: 80%
+    spend.collect()
+    budget(finance_user, spend.tenant, "20")
+    Budget.objects.update(updated_at=BEGIN)  # the budget it had all last month
+    if closed:
+        Period.objects.create(month=MONTH, state=PeriodState.CLOSED)
+    early_this_month = END + 2 * 3600 * SECOND
+
+    with django_capture_on_commit_callbacks(execute=True):
+        made = budgets_check(now=early_this_month)
+
+    if closed:
+        assert (made, mail.outbox) == (0, [])
+    else:
+        assert made == 1
+        assert BudgetAlert.objects.get().month == MONTH
+        assert f"80% reached in {MONTH:%Y-%m}" in mail.outbox[0].subject
 
 
 def test_a_new_amount_starts_the_months_notifications_afresh(
