@@ -48,11 +48,23 @@ MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 HISTORY_CLOSE, HISTORY_REOPEN = "period.close", "period.reopen"
 
 
+# Months chargeback knows: from 2000 to ten years ahead (months further on have no usage, and
+# year 9999's month end would be past what a date holds).
+FIRST_YEAR, YEARS_AHEAD = 2000, 10
+
+
+def _known_month(year: int, month: int) -> bool:
+    return 1 <= month <= 12 and FIRST_YEAR <= year <= current_month().year + YEARS_AHEAD
+
+
 def month_of(text: str, *, field: str = "period") -> date:
     """The first day of the month `YYYY-MM`; ValidationFailed naming `field` otherwise."""
     match = MONTH.match(text.strip()) if isinstance(text, str) else None
-    if match is None or not 1 <= int(match.group(2)) <= 12 or int(match.group(1)) < 2000:
+    if match is None:
         raise ValidationFailed.on(field, "Give a month as YYYY-MM, e.g. 2026-10.")
+    if not _known_month(int(match.group(1)), int(match.group(2))):
+        last = current_month().year + YEARS_AHEAD
+        raise ValidationFailed.on(field, f"Give a month from {FIRST_YEAR}-01 to {last}-12.")
     return date(int(match.group(1)), int(match.group(2)), 1)
 
 
@@ -168,7 +180,7 @@ def statement_for(user: User, statement_id: str) -> StatementView:
     """One statement by its name `<YYYY-MM>-<tenant>`; NotFound when the user may not see the
     tenant's statements or the name is not one."""
     match = STATEMENT_ID.fullmatch(statement_id or "")
-    if match is None or not 1 <= int(match.group(2)) <= 12:
+    if match is None or not _known_month(int(match.group(1)), int(match.group(2))):
         raise NotFound("There is no such statement.")
     month = date(int(match.group(1)), int(match.group(2)), 1)
     tenant = tenants_seen(user).filter(slug=match.group(3)).first()

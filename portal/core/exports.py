@@ -20,9 +20,13 @@ from typing import Any
 import xlsxwriter
 from django.http import FileResponse, StreamingHttpResponse
 
+from portal.core.errors import Conflict
+
 XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 # Excel's limit on a text cell; longer text is cut there rather than refused.
 XLSX_MAX_TEXT = 32767
+# Excel's rows per sheet, the header included: more is refused rather than cut off silently.
+XLSX_MAX_ROWS = 1_048_576
 
 
 class _Echo:
@@ -55,10 +59,12 @@ def xlsx_download(
     filename: str,
     sheet: str = "Sheet1",
     number_formats: dict[str, str] | None = None,
+    max_rows: int = XLSX_MAX_ROWS,
 ) -> FileResponse:
     """`header` then `rows` as an XLSX attachment named `filename`: one sheet, a bold header
     row frozen in place, numbers as numbers (`number_formats` maps a column name to an Excel
-    number format, e.g. "0.00")."""
+    number format, e.g. "0.00"). Conflict when the rows do not fit one sheet (`max_rows`,
+    the header included)."""
     output = tempfile.TemporaryFile()  # noqa: SIM115  (FileResponse closes it)
     workbook = xlsxwriter.Workbook(
         output,
@@ -79,6 +85,12 @@ def xlsx_download(
     worksheet.write_row(0, 0, list(header), bold)
     worksheet.freeze_panes(1, 0)
     for row_number, row in enumerate(rows, start=1):
+        if row_number >= max_rows:
+            workbook.close()
+            output.close()
+            raise Conflict(
+                f"More than {max_rows - 1:,} rows do not fit one spreadsheet: download the CSV."
+            )
         for column, value in enumerate(row):
             _write(worksheet, row_number, column, value, formats.get(column))
     workbook.close()

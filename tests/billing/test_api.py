@@ -602,3 +602,29 @@ def test_the_schema_documents_the_chargeback_api(db) -> None:
         "periods/{month}/reopen",
     ):  # fmt: skip
         assert f"/api/v1/{path}" in paths, path
+
+
+# Months out of range
+
+
+@pytest.mark.parametrize("path", ["statements/", "spend/"])
+@pytest.mark.parametrize("month", ["9999-12", "1999-12", "2026-13"])
+def test_a_month_out_of_range_is_a_400_naming_the_field(
+    books: Books, client_for, finance_user, path: str, month: str
+) -> None:
+    field = "period" if path == "statements/" else "to"
+    response = get(client_for(finance_user), path, **{field: month})
+
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == [field]
+
+
+@pytest.mark.parametrize("suffix", ["", "lines/?format=xlsx"])
+def test_a_statement_of_a_month_out_of_range_is_not_found(
+    books: Books, client_for, finance_user, suffix: str
+) -> None:
+    client = client_for(finance_user)
+
+    assert client.get(f"/api/v1/statements/9999-12-vision/{suffix}").status_code == 404
+    assert client.get("/chargeback/statements/9999-12-vision/").status_code == 404
+    assert client.get("/chargeback/?period=9999-12").status_code == 400

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import pytest
 
+from portal.core.errors import Conflict
 from portal.core.exports import XLSX_MAX_TEXT, xlsx_download
 from tests.sheets import xlsx_rows
 
@@ -45,3 +46,15 @@ def test_an_empty_xlsx_has_its_header() -> None:
     names, read = xlsx_rows(xlsx_download(["a", "b"], iter([]), filename="empty.xlsx"))
 
     assert (names, read) == (["a", "b"], [])
+
+
+def test_rows_beyond_one_sheet_are_refused_not_cut_off() -> None:
+    rows = iter([["a"], ["b"], ["c"]])
+
+    with pytest.raises(Conflict, match="More than 2 rows do not fit one spreadsheet"):
+        xlsx_download(["x"], rows, filename="big.xlsx", max_rows=3)
+
+    names, read = xlsx_rows(
+        xlsx_download(["x"], iter([["a"], ["b"]]), filename="ok.xlsx", max_rows=3)
+    )
+    assert (names, read) == (["x"], [["a"], ["b"]])
