@@ -306,8 +306,9 @@ def gpu_request_extend(*, actor: User, gpu_request: GpuRequest, hours: int) -> G
     """Extend an allocation by `hours`: a new decision for the extra time.
 
     The extension is granted at once when the whole duration stays within the tenant's maximum
-    and the extra time within its auto-approve hours, or when a lead of the tenant (not the
-    requester) or an admin asks; otherwise it is refused by policy (422) and a lead extends it.
+    and the extra time within its auto-approve hours (and the tenant's budget does not hold its
+    requests for a lead: `budget_hold`), or when a lead of the tenant (not the requester) or an
+    admin asks; otherwise it is refused by policy (422) and a lead extends it.
     """
     if hours < 1:
         raise ValidationFailed.on("hours", "Extend by at least 1 hour.")
@@ -326,6 +327,11 @@ def gpu_request_extend(*, actor: User, gpu_request: GpuRequest, hours: int) -> G
             f"Extending by {hours} hours needs a lead: {tenant.slug} extends by up to "
             f"{tenant.auto_approve_hours} hours at once.",
             fields={"hours": [f"At most {tenant.auto_approve_hours} without a lead."]},
+        )
+    held = "" if is_lead or actor.is_portal_admin else budget_hold(tenant, RequestPath.APPROVED)
+    if held:
+        raise PolicyRefused(
+            f"Extending needs a lead: {held}.", fields={"hours": [f"Needs a lead: {held}."]}
         )
     before = locked.ends_at or timezone.now()  # holding requests always have an end
     locked.duration_hours = total

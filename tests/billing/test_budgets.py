@@ -19,7 +19,7 @@ from django.test import Client
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.selectors import gpu_request_preview
-from portal.allocations.services import gpu_request_submit
+from portal.allocations.services import gpu_request_extend, gpu_request_submit
 from portal.billing.budgets import budget_status
 from portal.billing.models import Budget, BudgetAlert, Period, PeriodState
 from portal.billing.pricing import month_bounds, tenant_month_priced
@@ -28,7 +28,7 @@ from portal.billing.services import budget_remove, budget_set, budgets_check, ra
 from portal.billing.tasks import check_budgets
 from portal.catalog.models import GpuModel
 from portal.cluster.services import cluster_create
-from portal.core.errors import NotFound, PermissionDenied, ValidationFailed
+from portal.core.errors import NotFound, PermissionDenied, PolicyRefused, ValidationFailed
 from portal.core.models import AuditEvent
 from portal.metering.collection import hour_floor, metering_begin, window_collect
 from portal.metering.sources import MetricsSource
@@ -392,6 +392,27 @@ def test_above_the_budget_with_the_policy_a_small_request_waits_for_a_lead(
     assert submitted.state == RequestState.PENDING
     event = AuditEvent.objects.get(action="gpu_request.submit", target_id=str(submitted.pk))
     assert "above this month's budget" in event.comment
+
+
+@pytest.mark.parametrize("policy", [True, False], ids=["policy", "no-policy"])
+def test_above_the_budget_with_the_policy_only_a_lead_extends(
+    spend: Spend, finance_user, developer, lead, policy: bool
+) -> None:
+    allocation = spend.allocate(WHOLE, NOW_BEGIN, 3)  # 3 GPU-eq-hours this month
+    spend.collect()
+    GpuRequest.objects.filter(pk=allocation.pk).update(ends_at=NOW_END + DAY)
+    allocation.refresh_from_db()
+    budget(finance_user, spend.tenant, "2", unit="gpu_eq_hours", approval_above=policy)
+
+    if policy:
+        with pytest.raises(PolicyRefused, match="above this month's budget") as refused:
+            gpu_request_extend(actor=developer, gpu_request=allocation, hours=1)
+        assert list(refused.value.fields) == ["hours"]
+    else:
+        gpu_request_extend(actor=developer, gpu_request=allocation, hours=1)
+    extended = gpu_request_extend(actor=lead, gpu_request=allocation, hours=1)
+
+    assert extended.duration_hours == allocation.duration_hours + (1 if policy else 2)
 
 
 def test_above_the_budget_without_the_policy_requests_are_decided_as_usual(
