@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 from django.conf import settings
@@ -29,14 +29,19 @@ from portal.billing.pricing import (
     currency_problem,
     month_bounds,
     month_priced,
+    price,
     tenant_month_priced,
 )
+from portal.billing.unreserved import WORKLOADS
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.models import AuditEvent
 from portal.metering.models import UsageRecord
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
+# The units of GPU lines, and the workloads of the lines that share out unused capacity.
+GPU_UNITS = frozenset(UNITS.values())
+SHARE_WORKLOADS = frozenset(WORKLOADS.values())
 # A statement's CSV and XLSX, in the API and on its page alike (README, "Statement CSV columns").
 LINE_NUMBER_FORMATS = {"quantity": "0.000000", "rate": "0.0000", "amount": "0.00"}
 LINE_COLUMNS = (
@@ -60,7 +65,7 @@ def _known_month(year: int, month: int) -> bool:
 def month_of(text: str, *, field: str = "period") -> date:
     """The first day of the month `YYYY-MM`; ValidationFailed naming `field` otherwise."""
     match = MONTH.match(text.strip()) if isinstance(text, str) else None
-    if match is None:
+    if match is None or not 1 <= int(match.group(2)) <= 12:
         raise ValidationFailed.on(field, "Give a month as YYYY-MM, e.g. 2026-10.")
     if not _known_month(int(match.group(1)), int(match.group(2))):
         last = current_month().year + YEARS_AHEAD
@@ -84,6 +89,31 @@ class LineView:
     currency: str
     amount: Decimal
     used_gpu_hours: Decimal
+
+    @property
+    def holds_gpus(self) -> bool:
+        """A line of GPU time a workload held: not CPU or memory, not the share of unreserved
+        capacity (which no workload used)."""
+        return self.unit in GPU_UNITS and self.workload not in SHARE_WORKLOADS
+
+    @property
+    def utilisation(self) -> Decimal | None:
+        """Used GPU-hours over the line's quantity (1 = all of it used), to three places; None
+        for lines that hold no GPU or have no quantity."""
+        if not self.holds_gpus or not self.quantity:
+            return None
+        used = Fraction(self.used_gpu_hours) / self.quantity
+        return (Decimal(used.numerator) / Decimal(used.denominator)).quantize(
+            Decimal("0.001"), rounding=ROUND_HALF_UP
+        )
+
+    @property
+    def idle_cost(self) -> Decimal | None:
+        """What was paid for and not used: the quantity beyond the used GPU-hours at the line's
+        rate, rounded once to the cent; None for lines that hold no GPU or have no rate."""
+        if not self.holds_gpus or self.rate is None:
+            return None
+        return price(max(self.quantity - Fraction(self.used_gpu_hours), Fraction(0)), self.rate)
 
 
 @dataclass

@@ -218,6 +218,20 @@ class LineSerializer(serializers.Serializer[LineView]):
         max_digits=18, decimal_places=2, help_text="quantity x rate, rounded once, half up"
     )
     used_gpu_hours = serializers.DecimalField(max_digits=20, decimal_places=6)
+    utilisation = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=3,
+        allow_null=True,
+        help_text="used GPU-hours over the quantity (1 = all used); null: a CPU, memory or "
+        "unreserved-capacity line",
+    )
+    idle_cost = serializers.DecimalField(
+        max_digits=18,
+        decimal_places=2,
+        allow_null=True,
+        help_text="paid for and not used: the quantity beyond the used GPU-hours at the rate, "
+        "rounded once; null: no rate, or a CPU, memory or unreserved-capacity line",
+    )
 
 
 class LinePageSerializer(serializers.Serializer[Any]):

@@ -279,6 +279,7 @@ def statement(request: AuthenticatedHttpRequest, statement_id: str) -> HttpRespo
         "cut": len(shown) > PAGE_LINES,
         "page_lines": PAGE_LINES,
         "used_gpu_hours": hours_text(sum((line.used_gpu_hours for line, _ in lines), Decimal(0))),
+        "idle_cost": sum((line.idle_cost or Decimal(0) for line, _ in lines), Decimal("0.00")),
         "history": statement_history(view),
         # The running month's statement shows the budget's burn-down beside it.
         "budget_panel": BudgetPanel(view.tenant) if view.month == current_month() else None,

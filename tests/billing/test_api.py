@@ -9,6 +9,7 @@ services, moved into last month, their hours collected with a metrics source tha
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -628,3 +629,22 @@ def test_a_statement_of_a_month_out_of_range_is_not_found(
     assert client.get(f"/api/v1/statements/9999-12-vision/{suffix}").status_code == 404
     assert client.get("/chargeback/statements/9999-12-vision/").status_code == 404
     assert client.get("/chargeback/?period=9999-12").status_code == 400
+
+
+def test_each_gpu_line_says_its_utilisation_and_what_was_paid_for_and_not_used(
+    books: Books, client_for, finance_user
+) -> None:
+    """The books' allocations ran no pod: nothing of what they reserved was used."""
+    client = client_for(finance_user)
+    lines = lines_json(client, f"{PERIOD}-vision")
+
+    assert lines
+    for line in lines:
+        assert line["utilisation"] == "0.000"
+        assert line["idle_cost"] == line["amount"]
+    page = client.get(f"/chargeback/statements/{PERIOD}-vision/").text
+    total = re.search(r'data-testid="lines-total">([^<]*)<', page)
+    idle = re.search(r'data-testid="idle-total">([^<]*)<', page)
+    assert total
+    assert idle
+    assert idle.group(1) == total.group(1)
