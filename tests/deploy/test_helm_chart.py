@@ -490,7 +490,7 @@ def test_the_chart_installs_the_cluster_roles_of_rbac_yaml() -> None:
     for name in ("gpu-portal", "gpu-portal-tenant-lead"):
         assert (
             one(manifests, "ClusterRole", name)["rules"] == one(rbac, "ClusterRole", name)["rules"]
-        ), f"{name}: files/clusterrole-rules.yaml and deploy/kubernetes/rbac.yaml differ"
+        ), f"{name}: the chart's rules are not deploy/kubernetes/rbac.yaml's"
     binding = one(manifests, "ClusterRoleBinding", "gpu-portal")
     assert binding["roleRef"]["name"] == "gpu-portal"
     assert binding["subjects"] == [
@@ -503,6 +503,14 @@ def test_the_chart_installs_the_cluster_roles_of_rbac_yaml() -> None:
         ]
         == account["metadata"]["name"]
     )
+
+
+def test_the_chart_reads_its_rules_from_rbac_yaml_itself() -> None:
+    link = CHART / "files" / "rbac.yaml"
+
+    assert link.is_symlink(), "the chart must read rbac.yaml, not carry a copy of it"
+    assert link.resolve() == RBAC_YAML.resolve()
+    assert not list((CHART / "files").glob("*rules*.yaml")), "a second copy of the rules"
 
 
 def test_the_packaged_chart_carries_the_rules_file(tmp_path: Path) -> None:
