@@ -47,32 +47,74 @@ def rules(kind: str) -> dict[str, dict[str, Any]]:
 # The configuration
 
 
-def scrape_jobs() -> dict[str, dict[str, Any]]:
-    return {job["job_name"]: job for job in load(PROMETHEUS / "prometheus.yml")["scrape_configs"]}
+CONFIG = PROMETHEUS / "prometheus.yml"  # DNS and static targets: any Prometheus build
+KUBERNETES_SD = PROMETHEUS / "prometheus-kubernetes-sd.yml"  # upstream builds
 
 
-def test_the_kubernetes_jobs_keep_the_workloads_namespace_and_pod() -> None:
-    jobs = scrape_jobs()
+def scrape_jobs(path: Path) -> dict[str, dict[str, Any]]:
+    return {job["job_name"]: job for job in load(path)["scrape_configs"]}
 
+
+def assert_keeps_the_workloads_namespace_and_pod(path: Path) -> dict[str, dict[str, Any]]:
+    jobs = scrape_jobs(path)
     assert set(jobs) == {"dcgm-exporter", "kube-state-metrics", "gpu-portal"}
-    assert jobs["dcgm-exporter"]["kubernetes_sd_configs"] == [{"role": "pod"}]
-    assert jobs["kube-state-metrics"]["kubernetes_sd_configs"] == [{"role": "endpoints"}]
     for name in ("dcgm-exporter", "kube-state-metrics"):
         assert jobs[name]["honor_labels"] is True, name
-        targets = {relabel.get("target_label") for relabel in jobs[name]["relabel_configs"]}
+        targets = {relabel.get("target_label") for relabel in jobs[name].get("relabel_configs", [])}
         # A GPU no pod uses has no namespace: the exporter's own must not be given to it.
         assert not targets & {"namespace", "pod", "container"}, name
+        for static in jobs[name].get("static_configs", []):
+            assert not set(static.get("labels", {})) & {"namespace", "pod", "container"}, name
     portal = jobs["gpu-portal"]
     assert portal["metrics_path"] == "/metrics"
     assert portal["authorization"] == {
         "type": "Bearer",
-        "credentials_file": "/etc/prometheus/secrets/gpu-portal-metrics/token",
+        "credentials_file": "secrets/gpu-portal-metrics-token",
     }
-    assert load(PROMETHEUS / "prometheus.yml")["rule_files"] == ["rules/*.yml"]
+    assert load(path)["rule_files"] == ["rules/*.yml"]
+    return jobs
 
 
-def test_promtool_checks_the_configuration_and_the_rules_it_loads(tmp_path: Path) -> None:
-    original = promtool("check", "config", PROMETHEUS / "prometheus.yml")
+def test_the_jobs_keep_the_workloads_namespace_and_pod() -> None:
+    jobs = assert_keeps_the_workloads_namespace_and_pod(CONFIG)
+
+    # Every exporter pod through the headless Service beside the configuration.
+    [dns] = jobs["dcgm-exporter"]["dns_sd_configs"]
+    service = load(PROMETHEUS / "dcgm-exporter-headless.yaml")
+    assert service["spec"]["clusterIP"] == "None"
+    name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
+    assert dns == {"names": [f"{name}.{namespace}.svc.cluster.local"], "type": "A", "port": 9400}
+    assert not any("kubernetes_sd_configs" in job for job in jobs.values())
+
+
+def test_the_kubernetes_discovery_variant_keeps_them_too() -> None:
+    jobs = assert_keeps_the_workloads_namespace_and_pod(KUBERNETES_SD)
+
+    assert jobs["dcgm-exporter"]["kubernetes_sd_configs"] == [{"role": "pod"}]
+    assert jobs["kube-state-metrics"]["kubernetes_sd_configs"] == [{"role": "endpoints"}]
+
+
+def copy_with(path: Path, tmp_path: Path) -> Path:
+    """A copy of deploy/prometheus whose prometheus.yml is the configuration at `path`."""
+    copy = tmp_path / "prometheus"
+    shutil.copytree(PROMETHEUS, copy)
+    shutil.copyfile(path, copy / "prometheus.yml")
+    return copy
+
+
+def assert_checks_with_every_rule(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 2 rule files found" in result.stdout
+    assert "SUCCESS: 13 rules found" in result.stdout  # alerts.yml
+    assert "SUCCESS: 19 rules found" in result.stdout  # recording.yml
+
+
+def test_promtool_checks_the_configuration_as_shipped_and_the_rules_it_loads() -> None:
+    assert_checks_with_every_rule(promtool("check", "config", CONFIG))
+
+
+def test_promtool_checks_the_kubernetes_discovery_variant(tmp_path: Path) -> None:
+    original = promtool("check", "config", KUBERNETES_SD)
     # Debian builds Prometheus without Kubernetes service discovery: that is the only thing
     # its promtool may refuse, once per job.
     if original.returncode != 0:
@@ -81,23 +123,14 @@ def test_promtool_checks_the_configuration_and_the_rules_it_loads(tmp_path: Path
         assert len(errors) == 3, output
         assert all("field kubernetes_sd_configs not found" in line for line in errors), errors
     # Everything else is checked with each job's discovery replaced by a static target.
-    copy = tmp_path / "prometheus"
-    shutil.copytree(PROMETHEUS, copy)
+    copy = copy_with(KUBERNETES_SD, tmp_path)
     config = load(copy / "prometheus.yml")
     for job in config["scrape_configs"]:
         assert job.pop("kubernetes_sd_configs"), job["job_name"]
         job["static_configs"] = [{"targets": ["127.0.0.1:9400"]}]
-        if "authorization" in job:  # promtool reads the token file: here, a test one
-            (tmp_path / "token").write_text("scrape-me")
-            job["authorization"]["credentials_file"] = str(tmp_path / "token")
     (copy / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
 
-    result = promtool("check", "config", copy / "prometheus.yml", cwd=copy)
-
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 2 rule files found" in result.stdout
-    assert "SUCCESS: 13 rules found" in result.stdout  # alerts.yml
-    assert "SUCCESS: 19 rules found" in result.stdout  # recording.yml
+    assert_checks_with_every_rule(promtool("check", "config", copy / "prometheus.yml", cwd=copy))
 
 
 def test_promtool_finds_a_broken_rule(tmp_path: Path) -> None:
