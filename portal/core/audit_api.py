@@ -1,12 +1,10 @@
 """`/api/v1/audit-events/`: the audit trail for automation; `?format=csv` exports (admins)."""
 
-import csv
-import io
 import json
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import HttpResponse
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -15,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.core.errors import PermissionDenied
+from portal.core.exports import csv_download
 from portal.core.filters import AuditEventFilter, FilterBackend
 from portal.core.models import AuditEvent
 from portal.core.selectors import audit_events_for
@@ -57,24 +56,25 @@ class AuditEventList(ListAPIView[AuditEvent]):
         return audit_events_for(self.request.user)  # type: ignore[arg-type]
 
     @extend_schema(parameters=[FORMAT])
-    def get(self, request: Request, *args: object, **kwargs: object) -> Response | HttpResponse:  # type: ignore[override]
+    def get(  # type: ignore[override]
+        self, request: Request, *args: object, **kwargs: object
+    ) -> Response | StreamingHttpResponse:
         if request.query_params.get("format") == "csv":
             return self._csv(request)
         return super().get(request, *args, **kwargs)
 
-    def _csv(self, request: Request) -> HttpResponse:
+    def _csv(self, request: Request) -> StreamingHttpResponse:
         if not request.user.is_portal_admin:  # type: ignore[union-attr]
             raise PermissionDenied("Only admins export the audit log.")
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(CSV_COLUMNS)
-        for event in self.filter_queryset(self.get_queryset())[:CSV_LIMIT]:
-            writer.writerow([
-                event.at.isoformat(), event.actor_name, event.action, event.target_type,
-                event.target_id, event.target_name, event.tenant.slug if event.tenant else "",
-                json.dumps(event.changes, sort_keys=True), event.comment, event.request_id,
-                event.source_ip or "", event.user_agent,
-            ])  # fmt: skip
-        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = 'attachment; filename="audit-events.csv"'
-        return response
+        events = self.filter_queryset(self.get_queryset())[:CSV_LIMIT]
+        rows = (_csv_row(event) for event in events.iterator(chunk_size=2000))
+        return csv_download(CSV_COLUMNS, rows, filename="audit-events.csv")
+
+
+def _csv_row(event: AuditEvent) -> list[object]:
+    return [
+        event.at.isoformat(), event.actor_name, event.action, event.target_type,
+        event.target_id, event.target_name, event.tenant.slug if event.tenant else "",
+        json.dumps(event.changes, sort_keys=True), event.comment, event.request_id,
+        event.source_ip or "", event.user_agent,
+    ]  # fmt: skip

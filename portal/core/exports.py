@@ -7,10 +7,14 @@ every app answer downloads through `csv_download` and `xlsx_download`.
 
 Rows hold typed values: text, numbers (`int`, `Decimal`, `Fraction`) and None for an empty
 cell. CSV writes them as text (a Fraction as `10/7`, exact); XLSX writes numbers as numbers.
-Text is never read as a formula in XLSX.
+Text is never read as a formula: XLSX writes it as text, and CSV neutralises a cell that a
+spreadsheet would take for a formula (OWASP's rule: text beginning with `=`, `+`, `-`, `@`, a tab
+or a carriage return gets a leading `'`; numbers, and text that is a plain number such as `-1.25`
+or `10/7`, are left as they are).
 """
 
 import csv
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
@@ -29,6 +33,22 @@ XLSX_MAX_TEXT = 32767
 XLSX_MAX_ROWS = 1_048_576
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+PLAIN_NUMBER = re.compile(r"[+-]?\d+(\.\d+)?(/\d+)?")
+
+
+def csv_safe(value: object) -> object:
+    """`value` as a CSV cell a spreadsheet will not run: text that would start a formula gets a
+    leading `'`; anything else is unchanged."""
+    if (
+        isinstance(value, str)
+        and value.startswith(FORMULA_STARTS)
+        and not PLAIN_NUMBER.fullmatch(value)
+    ):
+        return "'" + value
+    return value
+
+
 class _Echo:
     """A file-like object whose write hands the line back, for streaming csv.writer's output."""
 
@@ -45,7 +65,7 @@ def csv_download(
         writer = csv.writer(_Echo())
         yield writer.writerow(header)
         for row in rows:
-            yield writer.writerow(row)
+            yield writer.writerow([csv_safe(value) for value in row])
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

@@ -1,6 +1,7 @@
 import csv
 import io
 
+from portal.core.audit import audit_record
 from tenants.services import tenant_update
 
 
@@ -38,11 +39,24 @@ def test_admin_exports_csv_and_finance_may_not(
 
     assert exported.status_code == 200
     assert exported["Content-Type"].startswith("text/csv")
-    rows = list(csv.DictReader(io.StringIO(exported.content.decode())))
+    assert exported.streaming
+    rows = list(csv.DictReader(io.StringIO(exported.getvalue().decode())))
     assert [row["action"] for row in rows] == ["tenant.create"]
     assert rows[0]["tenant"] == "vision"
     assert refused.status_code == 403
     assert refused.json()["error"]["code"] == "forbidden"
+
+
+def test_the_audit_csv_never_hands_a_spreadsheet_a_formula(client_for, admin_user, db) -> None:
+    audit_record(
+        actor=admin_user, action="test.formula", target=admin_user,
+        comment="=HYPERLINK(\"http://evil.example\")", changes={},
+    )  # fmt: skip
+
+    exported = client_for(admin_user).get("/api/v1/audit-events/?format=csv&action=test.")
+
+    [row] = list(csv.DictReader(io.StringIO(exported.getvalue().decode())))
+    assert row["comment"] == '\'=HYPERLINK("http://evil.example")'
 
 
 def test_anonymous_callers_get_401(client, db) -> None:

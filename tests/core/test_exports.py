@@ -1,5 +1,6 @@
 """Downloads: XLSX keeps numbers as numbers and text as text, formulas included."""
 
+import csv
 import io
 import zipfile
 from decimal import Decimal
@@ -8,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from portal.core.errors import Conflict
-from portal.core.exports import XLSX_MAX_TEXT, xlsx_download
+from portal.core.exports import XLSX_MAX_TEXT, csv_download, xlsx_download
 from tests.sheets import xlsx_rows
 
 
@@ -58,3 +59,26 @@ def test_rows_beyond_one_sheet_are_refused_not_cut_off() -> None:
         xlsx_download(["x"], iter([["a"], ["b"]]), filename="ok.xlsx", max_rows=3)
     )
     assert (names, read) == (["x"], [["a"], ["b"]])
+
+
+@pytest.mark.parametrize(
+    ("cell", "written"),
+    [
+        ("=1+2", "'=1+2"),
+        ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("-1.25", "-1.25"),
+        ("10/7", "10/7"),
+        ("plain", "plain"),
+        (Decimal("-3.00"), "-3.00"),
+    ],
+)
+def test_csv_cells_that_would_be_formulas_are_neutralised(cell: object, written: str) -> None:
+    response = csv_download(["cell"], iter([[cell]]), filename="cells.csv")
+
+    rows = list(csv.reader(io.StringIO(response.getvalue().decode())))
+
+    assert rows == [["cell"], [written]]
