@@ -16,15 +16,13 @@ from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 from django.conf import settings
-from django.db.models import QuerySet
 
 from portal.accounts.models import User
 from portal.billing.models import Budget, BudgetAlert, BudgetUnit, basis_quantity
 from portal.billing.pricing import GPU, Priced, month_bounds, price, tenant_month_priced
-from portal.billing.selectors import StatementView
+from portal.billing.selectors import StatementView, tenants_seen
 from portal.core.errors import Conflict, NotFound
 from portal.metering.models import UsageRecord
-from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
 CENT = Decimal("0.01")
@@ -172,15 +170,11 @@ def budget_status(budget: Budget, *, now: datetime | None = None) -> BudgetStatu
     )
 
 
-def _readers_tenants(user: User) -> QuerySet[Tenant]:
-    """Budgets are read where statements are: finance and admins all, leads their tenants'."""
-    return Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
-
-
 def budget_tenant(user: User, slug: str) -> Tenant:
     """The tenant `slug` if `user` may read its budget; NotFound otherwise (developers, and
-    anyone who may not see the tenant, are not told whether it has one)."""
-    tenant = _readers_tenants(user).filter(slug=slug).first()
+    anyone who may not see the tenant, are not told whether it has one). Budgets are read where
+    statements are."""
+    tenant = tenants_seen(user).filter(slug=slug).first()
     if tenant is None:
         raise NotFound("There is no such tenant.")
     return tenant

@@ -22,6 +22,7 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
+from django.db.models import QuerySet
 from django.db.models.functions import TruncDate
 
 from portal.allocations.models import GpuRequest
@@ -151,6 +152,21 @@ class Priced:
     @property
     def total(self) -> Decimal:
         return sum((line.amount for line in self.lines), Decimal("0.00"))
+
+
+def tenants_with_usage(month: date, tenants: QuerySet[Tenant] | None = None) -> QuerySet[Tenant]:
+    """The tenants (of `tenants`, default all) with usage records in `month`, by slug: the
+    tenants a month has statements for."""
+    begin, end = month_bounds(month)
+    with_usage = (
+        UsageRecord.objects.filter(hour__gte=begin, hour__lt=end, tenant__isnull=False)
+        .order_by()
+        .values_list("tenant_id", flat=True)
+        .distinct()
+    )
+    if tenants is not None:
+        with_usage = with_usage.filter(tenant__in=tenants)
+    return Tenant.objects.filter(pk__in=with_usage).order_by("slug")
 
 
 def tenant_month_priced(

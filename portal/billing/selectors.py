@@ -27,15 +27,14 @@ from portal.billing.pricing import (
     UNITS,
     Priced,
     currency_problem,
-    month_bounds,
     month_priced,
     price,
     tenant_month_priced,
+    tenants_with_usage,
 )
 from portal.billing.unreserved import WORKLOADS
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.models import AuditEvent
-from portal.metering.models import UsageRecord
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
@@ -186,14 +185,7 @@ def statements_for(
         stored = Statement.objects.visible_to(user).filter(period=period, tenant__in=tenants)
         stored = stored.select_related("tenant")
         return [_final(month, row) for row in stored.order_by("tenant__slug")]
-    begin, end = month_bounds(month)
-    with_usage = (
-        UsageRecord.objects.filter(hour__gte=begin, hour__lt=end, tenant__in=tenants)
-        .order_by()
-        .values_list("tenant_id", flat=True)
-        .distinct()
-    )
-    listed = list(Tenant.objects.filter(pk__in=with_usage).order_by("slug"))
+    listed = list(tenants_with_usage(month, tenants))
     priced = month_priced(listed, month, basis=settings.PORTAL_CHARGE_BASIS)  # all at once
     views = []
     for tenant in listed:

@@ -24,7 +24,12 @@ from portal.billing.models import (
     Statement,
     StatementLine,
 )
-from portal.billing.pricing import currency_problem, month_bounds, month_priced
+from portal.billing.pricing import (
+    currency_problem,
+    month_bounds,
+    month_priced,
+    tenants_with_usage,
+)
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.errors import (
@@ -35,7 +40,7 @@ from portal.core.errors import (
     ValidationFailed,
 )
 from portal.core.validators import model_problems
-from portal.metering.models import MeteringState, UsageRecord
+from portal.metering.models import MeteringState
 from portal.metering.selectors import usage_complete_until
 from tenants.models import MemberRole, Membership, Tenant
 
@@ -145,7 +150,7 @@ def period_close(*, actor: User, month: date) -> Period:
     """
     _may_price(actor)
     first = month.replace(day=1)
-    begin, end = month_bounds(first)
+    end = month_bounds(first)[1]
     if end > timezone.now():
         raise Conflict(f"{first:%Y-%m} has not ended yet.")
     behind = _metering_holds_back(end)
@@ -156,13 +161,7 @@ def period_close(*, actor: User, month: date) -> Period:
     if period.state == PeriodState.CLOSED:
         raise InvalidTransition(f"{first:%Y-%m} is closed already.")
     basis = settings.PORTAL_CHARGE_BASIS
-    tenant_ids = (
-        UsageRecord.objects.filter(hour__gte=begin, hour__lt=end, tenant__isnull=False)
-        .order_by()
-        .values_list("tenant_id", flat=True)
-        .distinct()
-    )
-    tenants = list(Tenant.objects.filter(pk__in=tenant_ids).order_by("slug"))
+    tenants = list(tenants_with_usage(first))
     month_prices = month_priced(tenants, first, basis=basis)
     problems = [
         problem for priced in month_prices.values() if (problem := currency_problem(priced))
