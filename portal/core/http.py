@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING, cast
 
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 from django_htmx.middleware import HtmxDetails
 from rest_framework.request import Request
 
@@ -22,3 +22,13 @@ class AuthenticatedHttpRequest(PortalHttpRequest):
 def api_user(request: Request) -> "User":
     """The signed-in user of an API request (every API view requires authentication)."""
     return cast("User", request.user)
+
+
+def envelope_json(
+    *, status: int, code: str, message: str, fields: dict[str, list[str]] | None = None
+) -> JsonResponse:
+    """The API's error envelope (`{"error": {"code", "message", "fields"}}`) for answers made
+    outside DRF: middleware and Django's error handlers under `/api/`."""
+    return JsonResponse(
+        {"error": {"code": code, "message": message, "fields": fields or {}}}, status=status
+    )
