@@ -129,6 +129,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         **DATABASES["default"].get("OPTIONS", {}),
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Two roles on PostgreSQL (deploy/README.md, "Database roles"): `migrate` and `audit_archive` run
+# with DATABASE_URL naming the owner of the tables; after each migration the runtime role named
+# here, which the portal's processes connect as, is granted ordinary reads and writes, but on the
+# audit trail only INSERT and SELECT (portal/core/database_roles.py). Unset: no grants are made.
+PORTAL_DATABASE_RUNTIME_ROLE = env.text("PORTAL_DATABASE_RUNTIME_ROLE")
+
+# Audit events are kept this long, then `manage.py audit_archive` moves them to a gzipped JSON
+# lines file in PORTAL_AUDIT_ARCHIVE_DIR and deletes them (nothing else deletes them).
+PORTAL_AUDIT_RETENTION_DAYS = env.integer("PORTAL_AUDIT_RETENTION_DAYS", default=400, minimum=1)
+PORTAL_AUDIT_ARCHIVE_DIR = Path(
+    env.text_or("PORTAL_AUDIT_ARCHIVE_DIR", str(VAR_DIR / "audit-archive"))
+)
 
 # Redis and Celery. Without a broker, tasks run in-process, at once, with the same code.
 REDIS_URL = env.secret("REDIS_URL")
