@@ -199,6 +199,7 @@ def audit_archive(
             count, last_id = _export(expired, partial, batch_size)
             if count == 0:
                 partial.unlink()
+                _archive_cutoff_set(connection, "")
                 return None
             written, sha256 = _read_back(partial)
             if written != count:

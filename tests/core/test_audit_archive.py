@@ -126,6 +126,10 @@ def test_nothing_past_the_retention_writes_no_file_and_no_event(tmp_path: Path, 
     assert list(tmp_path.iterdir()) == []
     assert not AuditEvent.objects.filter(action="audit.archive").exists()
     assert AuditEvent.objects.filter(action="test.recent").exists()
+    # Nor is the archive's setting left behind for the rest of the transaction.
+    old = event_aged(500, "test.expired_after")
+    with pytest.raises(DatabaseError, match="append-only"):
+        delete_event(old.pk)
 
 
 def test_the_trigger_refuses_a_delete_without_the_archive_setting(db: None) -> None:
