@@ -48,6 +48,9 @@ def test_start_up_with_secret_key_outside_debug_succeeds() -> None:
         ("METRICS_ALLOWED_NETWORKS", "10.0.0.0/8,not-a-network"),
         ("PROMETHEUS_URL", "prometheus:9090"),
         ("LOG_LEVEL", "chatty"),
+        ("PORTAL_SIGN_IN_FAILURE_LIMIT", "0"),
+        ("PORTAL_SIGN_IN_LOCKOUT_MINUTES", "soon"),
+        ("PORTAL_TRUSTED_PROXY_COUNT", "-1"),
     ],
 )
 def test_a_wrong_value_stops_start_up_naming_the_variable(variable: str, value: str) -> None:
