@@ -26,11 +26,8 @@ class PortalLink:
     url: str = ""
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """Shows a model's rows and change forms, and refuses every write (a POST is 403)."""
-
-    change_form_template = "admin/read_only_change_form.html"
-    actions = None
+class NoWrites:
+    """No add, change or delete, whoever asks (superusers included)."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -40,6 +37,13 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ReadOnlyAdmin(NoWrites, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Shows a model's rows and change forms, and refuses every write (a POST is 403)."""
+
+    change_form_template = "admin/read_only_change_form.html"
+    actions = None
 
     def portal_link(self, obj: models.Model | None) -> PortalLink | None:
         """Where the change is made; None when the portal has no page for it."""
@@ -58,18 +62,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return super().render_change_form(request, context, add, change, form_url, obj)
 
 
-class ReadOnlyInline(admin.TabularInline):  # type: ignore[type-arg]
+class ReadOnlyInline(NoWrites, admin.TabularInline):  # type: ignore[type-arg]
     extra = 0
     can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(WorkerHeartbeat)
