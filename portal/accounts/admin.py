@@ -28,12 +28,13 @@ class PortalUserAdmin(ReadOnlyAdmin, UserAdmin):  # type: ignore[type-arg]
 
     def portal_link(self, obj: models.Model | None) -> PortalLink:
         return PortalLink(
-            _(
-                "Identity: global roles come from the identity provider at each sign-in "
-                "(local accounts: manage.py create_user --role); tenant roles are changed on "
-                "each tenant's page"
-            ),
+            _("Identity"),
             reverse("accounts:identity"),
+            detail=_(
+                "Global roles come from the identity provider at each sign-in (local accounts: "
+                "manage.py create_user --role); tenant roles are memberships, changed on each "
+                "tenant's page."
+            ),
         )
 
 

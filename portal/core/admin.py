@@ -19,11 +19,12 @@ from portal.core.models import WorkerHeartbeat
 
 @dataclass(frozen=True)
 class PortalLink:
-    """Where in the portal a model's changes are made (`url`, named by `text`), or, without a
-    url, a sentence saying who makes them."""
+    """Where in the portal a model's changes are made (`url`, named by `text`, explained by
+    `detail`), or, without a url, a sentence saying who makes them."""
 
     text: str
     url: str = ""
+    detail: str = ""
 
 
 class NoWrites:
