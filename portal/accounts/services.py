@@ -75,9 +75,9 @@ def sign_in_failure_record(
     `user.sign_in_failed` for a wrong password below the limit; `user.sign_in_locked_out` for
     the attempt that reached the limit and for every attempt refused while the lockout lasts.
     The event's target is the account the username names or, for a username no account has,
-    the throttle's own record of the attempts (axes' AccessAttempt); the username as typed is in
-    the comment, made printable. Returns None when the throttle recorded nothing to point at
-    (an address on its allow-list).
+    the throttle's own record of the attempts (axes' AccessAttempt, deleted once the lockout time
+    has passed: the event keeps the username as typed in its comment, made printable). Returns
+    None when the throttle recorded nothing to point at (an address on its allow-list).
     """
     target: models.Model | None = User.objects.filter(username=username).first()
     if target is None:
