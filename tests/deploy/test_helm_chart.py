@@ -202,6 +202,15 @@ def test_web_probes_readiness_on_readyz_and_liveness_on_healthz() -> None:
     assert container["resources"]["limits"]["memory"] == "512Mi"
 
 
+def test_behind_the_ingress_client_addresses_come_from_the_proxys_forwarded_for() -> None:
+    # Sign-in throttling and the API's rate limits count per client address: without the
+    # proxy count every client would share the ingress controller's address and one count.
+    for values, expected in (({}, "1"), ({"portal": {"trustedProxyCount": 2}}, "2")):
+        specs = pod_specs(render(values))
+        for name in ("gpu-portal-web", "gpu-portal-worker", "gpu-portal-beat"):
+            assert container_env(specs[name])["PORTAL_TRUSTED_PROXY_COUNT"]["value"] == expected
+
+
 def test_web_pods_spread_and_a_disruption_budget_keeps_one_serving() -> None:
     manifests = render({})
     web = one(manifests, "Deployment", "gpu-portal-web")
@@ -693,6 +702,7 @@ def test_the_charts_rule_files_are_those_of_deploy_prometheus() -> None:
         ({"auditArchive": {"enabled": True}}, "/auditArchive/existingClaim"),
         ({"auditArchive": {"schedule": "daily"}}, "/auditArchive/schedule"),
         ({"database": {"owner": {"runtimeRole": ""}}}, "/database/owner/runtimeRole"),
+        ({"portal": {"trustedProxyCount": -1}}, "/portal/trustedProxyCount"),
     ],
 )
 def test_wrong_values_fail_on_the_schema_before_anything_renders(

@@ -140,6 +140,8 @@ files:
   value: {{ .Values.portal.clusterMode | quote }}
 - name: LOG_LEVEL
   value: {{ .Values.portal.logLevel | quote }}
+- name: PORTAL_TRUSTED_PROXY_COUNT
+  value: {{ .Values.portal.trustedProxyCount | quote }}
 {{- with .Values.portal.prometheusUrl }}
 - name: PROMETHEUS_URL
   value: {{ . | quote }}
