@@ -15,7 +15,7 @@ API_PREFIX = "/api/"
 
 def is_api_request(request: HttpRequest) -> bool:
     """Under `/api/`: errors answer the JSON envelope there, HTML pages everywhere else."""
-    return request.path_info.startswith(API_PREFIX)
+    return request.path_info.startswith(API_PREFIX) or request.path_info == API_PREFIX[:-1]
 
 
 class RequestIdMiddleware:

@@ -53,7 +53,7 @@ def admin_client(admin_user) -> Client:
 # Unknown routes, methods, and Django's own refusals
 
 
-@pytest.mark.parametrize("path", ["/api/v1/no-such-thing/", "/api/v2/tenants/", "/api/"])
+@pytest.mark.parametrize("path", ["/api/v1/no-such-thing/", "/api/v2/tenants/", "/api/", "/api"])
 def test_an_unknown_api_route_is_404_in_the_envelope(admin_client, path) -> None:
     envelope(admin_client.get(path), 404, "not_found")
 
