@@ -508,8 +508,9 @@ REST_FRAMEWORK = {
         "user": _api_rate("PORTAL_API_RATE_USER", "600/min"),
         "anon": _api_rate("PORTAL_API_RATE_ANON", "60/min"),
     },
-    # Anonymous callers are told apart by REMOTE_ADDR alone, never a header they could forge.
-    "NUM_PROXIES": 0,
+    # Anonymous callers are told apart by their address as sign-in throttling sees it: REMOTE_ADDR,
+    # or behind PORTAL_TRUSTED_PROXY_COUNT proxies the X-Forwarded-For entry the outermost saw.
+    "NUM_PROXIES": PORTAL_TRUSTED_PROXY_COUNT,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "portal.core.pagination.PagePagination",

@@ -72,7 +72,8 @@ class ApiUserRateThrottle(PortalRateThrottle):
 
 
 class ApiAnonRateThrottle(PortalRateThrottle):
-    """Callers with no credentials, by address (REMOTE_ADDR, as the audit log records it)."""
+    """Callers with no credentials, by address (REMOTE_ADDR, or behind trusted proxies the
+    address the outermost one saw: REST_FRAMEWORK's NUM_PROXIES)."""
 
     scope = "anon"
 

@@ -317,6 +317,24 @@ def test_anonymous_callers_are_throttled_by_address(rates, db) -> None:
     assert Client(REMOTE_ADDR="192.0.2.8").get("/api/docs/").status_code == 200
 
 
+def test_behind_a_trusted_proxy_anonymous_callers_are_counted_by_the_address_it_saw(
+    rates, settings, db
+) -> None:
+    rates(anon="1/min")
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+
+    def via_proxy(client_address: str) -> Any:
+        # The proxy (192.0.2.1) appends the address it was reached from; what is left of it is
+        # the caller's to invent.
+        return Client(
+            REMOTE_ADDR="192.0.2.1", HTTP_X_FORWARDED_FOR=f"10.9.9.9, {client_address}"
+        ).get("/api/docs/")
+
+    assert via_proxy("198.51.100.1").status_code == 200
+    envelope(via_proxy("198.51.100.1"), 429, "throttled")
+    assert via_proxy("198.51.100.2").status_code == 200
+
+
 # Unexpected errors
 
 
