@@ -74,6 +74,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "portal.core.input_guard.InputGuardMiddleware",
     "portal.core.pages.ApplicationErrorMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]

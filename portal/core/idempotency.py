@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 
 from portal.core.errors import Conflict, ValidationFailed
 from portal.core.models import IdempotencyKey
+from portal.core.validators import control_characters_problem
 
 KEY_HEADER = "Idempotency-Key"
 KEY_LIFETIME = timedelta(hours=24)
@@ -42,7 +43,13 @@ def idempotent(request: Request, endpoint: str, write: Callable[[], Response]) -
         raise ValidationFailed(
             f"{KEY_HEADER} is too long.", fields={KEY_HEADER: ["At most 255 characters."]}
         )
-    body_hash = _body_hash(dict(request.data))
+    if control_characters_problem(key):
+        raise ValidationFailed(
+            f"{KEY_HEADER} holds control characters.",
+            fields={KEY_HEADER: ["Control characters are not allowed here."]},
+        )
+    # Any JSON body (an object, a list, a string): the serializer after this says what is wrong.
+    body_hash = _body_hash(request.data)
     with transaction.atomic():
         record, created = IdempotencyKey.objects.select_for_update().get_or_create(
             user=request.user,  # type: ignore[misc]
