@@ -92,6 +92,7 @@ class BudgetInputSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
     amount = AmountField(help_text='a string, e.g. "1500.00"; more than 0')
     currency = serializers.RegexField(
         r"^[A-Z]{3}\Z",
+        max_length=3,
         required=False,
         allow_blank=True,
         default="",

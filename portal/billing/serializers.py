@@ -94,6 +94,7 @@ class RateCardInputSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
     )
     currency = serializers.RegexField(
         r"^[A-Z]{3}\Z",
+        max_length=3,
         error_messages={"invalid": "Three capital letters (ISO 4217), e.g. EUR."},
         help_text="ISO 4217, e.g. EUR",
     )
