@@ -17,13 +17,13 @@ class GpuRequestForm(BoundedForm):
     offering = OfferingChoiceField(
         queryset=Offering.objects.none(), to_field_name="slug", label="GPU and size"
     )
+    # The lower bounds are the service's to say (it names the field); the upper, the column's.
     count = forms.IntegerField(
-        initial=1, min_value=1, max_value=INTEGER_MAX, help_text="How many units of the offering"
+        initial=1, max_value=INTEGER_MAX, help_text="How many units of the offering"
     )
     duration_hours = forms.IntegerField(
         label="Duration (hours)",
         required=False,
-        min_value=1,
         max_value=INTEGER_MAX,
         help_text="Empty: the tenant's default. Longer than its auto-approve hours needs a lead.",
     )
