@@ -20,6 +20,7 @@ from portal.core.validators import (
     BIGINT_MAX,
     control_characters_problem,
     integer_text_problem,
+    name_shown,
 )
 
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -37,18 +38,13 @@ def _refuse(request: HttpRequest, fields: dict[str, list[str]]) -> HttpResponse:
     return error_page(request, status=400, title=_("Bad request"), message=details)
 
 
-def _name(name: str) -> str:
-    """A parameter's name as the answer shows it: its control characters escaped."""
-    return name if control_characters_problem(name) is None else repr(name)[1:-1]
-
-
 def _query_problems(request: HttpRequest) -> dict[str, list[str]]:
     problems: dict[str, list[str]] = {}
     for name, values in request.GET.lists():
         for value in (name, *values):
             problem = control_characters_problem(value) or integer_text_problem(value)
             if problem:
-                problems[_name(name)] = [problem]
+                problems[name_shown(name)] = [problem]
                 break
     return problems
 
@@ -62,7 +58,7 @@ def _form_problems(request: HttpRequest) -> dict[str, list[str]]:
     for name, values in request.POST.lists():
         problem = control_characters_problem([name, *values], multiline=True)
         if problem:
-            problems[_name(name)] = [problem]
+            problems[name_shown(name)] = [problem]
     return problems
 
 

@@ -19,6 +19,7 @@ from portal.core.validators import (
     LINE_MAX_LENGTH,
     TEXT_MAX_LENGTH,
     control_characters_problem,
+    name_shown,
 )
 
 
@@ -69,7 +70,7 @@ class StrictFieldsMixin:
             writable = {name for name, field in fields.items() if not field.read_only}
             problems: dict[str, list[str]] = {}
             for name, value in data.items():
-                shown = str(name) if control_characters_problem(name) is None else repr(name)
+                shown = name_shown(name)
                 if name not in writable:
                     problems[shown] = [_("Unknown field.")]
                     continue
@@ -84,4 +85,6 @@ class StrictFieldsMixin:
 def body_fields_refuse(data: Any) -> None:
     """For writes that take no body: any field sent is unknown (400 naming it), never ignored."""
     if isinstance(data, Mapping) and data:
-        raise serializers.ValidationError({str(name): [_("Unknown field.")] for name in data})
+        raise serializers.ValidationError(
+            {name_shown(name): [_("Unknown field.")] for name in data}
+        )

@@ -60,6 +60,12 @@ def control_characters_problem(value: Any, *, multiline: bool = False) -> str | 
     return None
 
 
+def name_shown(name: Any) -> str:
+    """A field's or parameter's name as an answer shows it: its control characters escaped."""
+    text = str(name)
+    return text if control_characters_problem(text) is None else repr(text)[1:-1]
+
+
 @deconstructible
 class NoControlCharacters:
     """Refuses C0 control characters and DEL; `multiline` text may hold tab, LF and CR."""
