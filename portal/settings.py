@@ -77,6 +77,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "portal.core.input_guard.InputGuardMiddleware",
     "portal.core.pages.ApplicationErrorMiddleware",
     # Turns a sign-in that django-axes refused into the sign-in page's lockout answer.
     "axes.middleware.AxesMiddleware",

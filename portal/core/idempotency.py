@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 
 from portal.core.errors import Conflict, ValidationFailed
 from portal.core.models import IdempotencyKey
+from portal.core.validators import control_characters_problem
 
 KEY_HEADER = "Idempotency-Key"
 KEY_LIFETIME = timedelta(hours=24)
@@ -42,6 +43,11 @@ def idempotent(request: Request, endpoint: str, write: Callable[[], Response]) -
     if len(key) > 255:
         raise ValidationFailed(
             f"{KEY_HEADER} is too long.", fields={KEY_HEADER: ["At most 255 characters."]}
+        )
+    if control_characters_problem(key):
+        raise ValidationFailed(
+            f"{KEY_HEADER} holds control characters.",
+            fields={KEY_HEADER: ["Control characters are not allowed here."]},
         )
     body = request.data
     if not isinstance(body, Mapping):
