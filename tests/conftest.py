@@ -135,6 +135,16 @@ def a100_tenant(tenant_a: Tenant, admin_user, catalog) -> Tenant:
     )
 
 
+# The API's rate limits (portal/core/throttling.py) are on in every test, as in production. A
+# test that sends hundreds of requests as one caller on purpose (a table of bad inputs, a
+# fuzzer) turns them off; the throttles read their rates at each request.
+
+
+@pytest.fixture
+def no_api_rate_limits(settings: Any) -> None:
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {}}
+
+
 # Redis and a real Celery worker consuming from it.
 
 
