@@ -323,7 +323,7 @@ def test_behind_a_trusted_proxy_anonymous_callers_are_counted_by_the_address_it_
     rates, settings, db
 ) -> None:
     rates(anon="1/min")
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    settings.PORTAL_TRUSTED_PROXY_COUNT = 1
 
     def via_proxy(client_address: str) -> Any:
         # The proxy (192.0.2.1) appends the address it was reached from; what is left of it is
