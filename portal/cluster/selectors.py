@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch, QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Prefetch, QuerySet
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
@@ -228,6 +228,21 @@ def capacity_free_units(offering: Offering) -> int | None:
     """Free units of `offering` over every cluster, or None when no cluster has been read."""
     rows = capacity_rows(offering=offering.slug)
     return sum(row.free for row in rows) if rows else None
+
+
+def offering_served(offering: Offering) -> bool:
+    """Whether an allocation of `offering` can become active: an enabled cluster has a GPU pool
+    of its model and backend, or describes no pools at all (it then hosts every offering, as
+    `bundle_inputs` places quota). With no enabled cluster nothing is provisioned yet, and every
+    offering is taken as served: registering the first cluster provisions every tenant.
+    One query."""
+    pools = GpuPool.objects.filter(cluster=OuterRef("name"))
+    serving = pools.filter(gpu_model_id=offering.gpu_model_id, backend_id=offering.backend_id)
+    clusters = Cluster.objects.filter(enabled=True).annotate(
+        serves=ExpressionWrapper(~Exists(pools) | Exists(serving), output_field=BooleanField())
+    )
+    answers = list(clusters.values_list("serves", flat=True))
+    return not answers or any(answers)
 
 
 def cluster_nodes(cluster: Cluster) -> list[NodeCapacity]:
