@@ -130,6 +130,22 @@ class ProvisioningOverview:
     runs: list[ProvisioningRun]
     objects: list[ProvisioningResult]
     in_progress: bool
+    unserved: list[GpuRequest]
+
+
+def allocations_unserved(tenant: Tenant) -> list[GpuRequest]:
+    """The tenant's approved allocations of offerings that no GPU pool serves (`offering_served`):
+    approved before such requests were refused, they hold quota and no run can make them active.
+    An admin revokes them or adds the pool they need."""
+    approved = GpuRequest.objects.filter(tenant=tenant, state=RequestState.APPROVED)
+    served: dict[int, bool] = {}
+    unserved = []
+    for gpu_request in approved.select_related("offering").order_by("pk"):
+        if gpu_request.offering_id not in served:
+            served[gpu_request.offering_id] = offering_served(gpu_request.offering)
+        if not served[gpu_request.offering_id]:
+            unserved.append(gpu_request)
+    return unserved
 
 
 def provisioning_overview(tenant: Tenant) -> ProvisioningOverview:
@@ -139,6 +155,7 @@ def provisioning_overview(tenant: Tenant) -> ProvisioningOverview:
         runs=runs,
         objects=list(finished.results.all()) if finished else [],
         in_progress=any(not run.finished for run in runs),
+        unserved=allocations_unserved(tenant),
     )
 
 

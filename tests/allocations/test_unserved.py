@@ -116,3 +116,27 @@ def test_a_cluster_that_describes_no_pools_serves_every_offering(
     )
 
     assert gpu_request.state == RequestState.APPROVED
+
+
+def test_an_allocation_approved_before_the_rule_is_shown_on_the_tenant_page(
+    client_for, developer, admin_user, a100_tenant, catalog, whole_a100_pool
+) -> None:
+    approved = gpu_request_submit(
+        actor=developer, tenant=a100_tenant, offering=catalog[WHOLE], count=1
+    )
+    assert approved.state == RequestState.APPROVED
+    page = client_for(admin_user).get("/tenants/vision/").text
+    assert 'data-testid="unserved-allocations"' not in page
+
+    gpu_pool_delete(actor=admin_user, pool=whole_a100_pool)
+    gpu_pool_create(  # the cluster still describes its pools, none of them whole A100s
+        actor=admin_user,
+        cluster="lab",
+        name="t4",
+        gpu_model=catalog["t4-whole"].gpu_model,
+        backend=catalog["t4-whole"].backend,
+    )
+    page = client_for(admin_user).get("/tenants/vision/").text
+
+    assert 'data-testid="unserved-allocations"' in page
+    assert f"request {approved.pk}" in page
