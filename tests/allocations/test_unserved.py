@@ -32,6 +32,18 @@ def whole_a100_pool(admin_user, catalog) -> GpuPool:
     )
 
 
+def only_t4_pools(admin_user, catalog, whole_a100_pool: GpuPool) -> None:
+    """The A100 pool goes; the cluster still describes its pools, none of them A100s."""
+    gpu_pool_delete(actor=admin_user, pool=whole_a100_pool)
+    gpu_pool_create(
+        actor=admin_user,
+        cluster="lab",
+        name="t4",
+        gpu_model=catalog["t4-whole"].gpu_model,
+        backend=catalog["t4-whole"].backend,
+    )
+
+
 def test_a_request_no_pool_serves_is_refused_with_the_reason_and_holds_nothing(
     developer, a100_tenant, catalog, whole_a100_pool
 ) -> None:
@@ -90,14 +102,7 @@ def test_a_pending_request_whose_pool_went_away_cannot_be_approved(
         actor=developer, tenant=a100_tenant, offering=catalog[WHOLE], count=2
     )
     assert pending.state == RequestState.PENDING
-    gpu_pool_delete(actor=admin_user, pool=whole_a100_pool)
-    gpu_pool_create(  # the cluster still describes its pools, none of them A100
-        actor=admin_user,
-        cluster="lab",
-        name="t4",
-        gpu_model=catalog["t4-whole"].gpu_model,
-        backend=catalog["t4-whole"].backend,
-    )
+    only_t4_pools(admin_user, catalog, whole_a100_pool)
 
     with pytest.raises(Conflict, match="No GPU pool of any cluster serves"):
         gpu_request_approve(actor=lead, gpu_request=pending)
@@ -128,14 +133,7 @@ def test_an_allocation_approved_before_the_rule_is_shown_on_the_tenant_page(
     page = client_for(admin_user).get("/tenants/vision/").text
     assert 'data-testid="unserved-allocations"' not in page
 
-    gpu_pool_delete(actor=admin_user, pool=whole_a100_pool)
-    gpu_pool_create(  # the cluster still describes its pools, none of them whole A100s
-        actor=admin_user,
-        cluster="lab",
-        name="t4",
-        gpu_model=catalog["t4-whole"].gpu_model,
-        backend=catalog["t4-whole"].backend,
-    )
+    only_t4_pools(admin_user, catalog, whole_a100_pool)
     page = client_for(admin_user).get("/tenants/vision/").text
 
     assert 'data-testid="unserved-allocations"' in page
