@@ -1,6 +1,5 @@
 """Refuses input no view should see, before any view or query does: control characters in query
-parameters, path parameters and form fields, numbers beyond 64 bits in query parameters, and
-path ids beyond a bigint column.
+parameters, path parameters and form fields, and path ids beyond a bigint column.
 
 A NUL byte in a filter reached PostgreSQL (which refuses it: a 500), and an id of 30 digits
 overflowed the column; this answers 400 naming the parameter (404 for a path id no row can
@@ -19,7 +18,6 @@ from portal.core.pages import error_page
 from portal.core.validators import (
     BIGINT_MAX,
     control_characters_problem,
-    integer_text_problem,
     name_shown,
 )
 
@@ -42,7 +40,7 @@ def _query_problems(request: HttpRequest) -> dict[str, list[str]]:
     problems: dict[str, list[str]] = {}
     for name, values in request.GET.lists():
         for value in (name, *values):
-            problem = control_characters_problem(value) or integer_text_problem(value)
+            problem = control_characters_problem(value)
             if problem:
                 problems[name_shown(name)] = [problem]
                 break
@@ -63,8 +61,8 @@ def _form_problems(request: HttpRequest) -> dict[str, list[str]]:
 
 
 class InputGuardMiddleware:
-    """400 for control characters in query parameters, path parameters and form fields, and for
-    numbers beyond 64 bits in query parameters; 404 for path ids beyond a bigint column."""
+    """400 for control characters in query parameters, path parameters and form fields; 404 for
+    path ids beyond a bigint column."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

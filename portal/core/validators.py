@@ -83,13 +83,3 @@ class NoControlCharacters:
 
     def __hash__(self) -> int:
         return hash(("NoControlCharacters", self.multiline))
-
-
-def integer_text_problem(value: str, *, maximum: int = BIGINT_MAX) -> str | None:
-    """Why the text of a whole number is not one within 0..`maximum` (path ids, page numbers),
-    judged on its digits before converting it; None when it is fine or not digits at all."""
-    if not value.isascii() or not value.isdigit():
-        return None
-    if len(value.lstrip("0")) > len(str(maximum)) or int(value) > maximum:
-        return str(_("At most %(maximum)s.") % {"maximum": maximum})
-    return None
