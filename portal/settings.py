@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_filters",
+    "axes",
     # The project's apps, lowest layer first (README, Architecture).
     "portal.core",
     "portal.accounts",
@@ -66,6 +67,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "portal.core.middleware.RequestIdMiddleware",
+    # Before anything reads a body (sessions, CSRF, DRF): an oversized API body is refused unread.
+    "portal.core.middleware.ApiBodyLimitMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -74,7 +77,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "portal.core.input_guard.InputGuardMiddleware",
     "portal.core.pages.ApplicationErrorMiddleware",
+    # Turns a sign-in that django-axes refused into the sign-in page's lockout answer.
+    "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -129,6 +135,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         **DATABASES["default"].get("OPTIONS", {}),
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Two roles on PostgreSQL (deploy/README.md, "Database roles"): `migrate` and `audit_archive` run
+# with DATABASE_URL naming the owner of the tables; after each migration the runtime role named
+# here, which the portal's processes connect as, is granted ordinary reads and writes, but on the
+# audit trail only INSERT and SELECT (portal/core/database_roles.py). Unset: no grants are made.
+PORTAL_DATABASE_RUNTIME_ROLE = env.text("PORTAL_DATABASE_RUNTIME_ROLE")
+
+# Audit events are kept this long, then `manage.py audit_archive` moves them to a gzipped JSON
+# lines file in PORTAL_AUDIT_ARCHIVE_DIR and deletes them (nothing else deletes them).
+PORTAL_AUDIT_RETENTION_DAYS = env.integer("PORTAL_AUDIT_RETENTION_DAYS", default=400, minimum=1)
+PORTAL_AUDIT_ARCHIVE_DIR = Path(
+    env.text_or("PORTAL_AUDIT_ARCHIVE_DIR", str(VAR_DIR / "audit-archive"))
+)
 
 # Redis and Celery. Without a broker, tasks run in-process, at once, with the same code.
 REDIS_URL = env.secret("REDIS_URL")
@@ -145,6 +163,19 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# The cache holds the API's rate-limit counters: in Redis all web processes share them; without
+# it (the demo) each process keeps its own in memory.
+CACHES: dict[str, dict[str, Any]] = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "portal",
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 # Without a broker there is no beat either: this runs the schedule below in a thread of the web
 # process instead (`make demo` turns it on; portal/core/scheduler.py).
 PORTAL_IN_PROCESS_SCHEDULER = env.flag("PORTAL_IN_PROCESS_SCHEDULER", default=False)
@@ -311,9 +342,37 @@ PORTAL_MEMBERSHIP_SOURCE = env.choice(
 # With SSO on, only these local accounts may still sign in with a password (break-glass).
 PORTAL_BREAK_GLASS_USERS = env.items("PORTAL_BREAK_GLASS_USERS", default=[])
 AUTHENTICATION_BACKENDS = [
+    # First: refuses every password check for an account or address that is locked out, before
+    # the password is looked at. Only password sign-in calls authenticate(); the SSO callback
+    # and the API's Bearer tokens do not, so the throttle never touches them.
+    "axes.backends.AxesStandaloneBackend",
     "portal.accounts.backends.SsoBackend",
     "portal.accounts.backends.PasswordBackend",
 ]
+
+# Password sign-in throttle (django-axes): after PORTAL_SIGN_IN_FAILURE_LIMIT wrong passwords for
+# one username, or from one address, further attempts are refused (even with the right password)
+# until PORTAL_SIGN_IN_LOCKOUT_MINUTES have passed since the last one. Attempts are counted in
+# the database; each refusal is audited (portal/accounts/throttle.py). The client's address is
+# REMOTE_ADDR, or, behind PORTAL_TRUSTED_PROXY_COUNT reverse proxies that each append to
+# X-Forwarded-For, the address the outermost of them saw (set it, or everyone behind the
+# ingress shares one address and one count).
+PORTAL_SIGN_IN_FAILURE_LIMIT = env.integer("PORTAL_SIGN_IN_FAILURE_LIMIT", default=5, minimum=1)
+PORTAL_SIGN_IN_LOCKOUT = env.minutes("PORTAL_SIGN_IN_LOCKOUT_MINUTES", default=15, minimum=1)
+PORTAL_TRUSTED_PROXY_COUNT = env.integer("PORTAL_TRUSTED_PROXY_COUNT", default=0, maximum=10)
+AXES_ENABLED = True
+AXES_FAILURE_LIMIT = PORTAL_SIGN_IN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = PORTAL_SIGN_IN_LOCKOUT
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# A success must not wipe the count: it would also wipe the failures against other accounts
+# from the same address, and a throttled guesser with an account of their own could reset it.
+AXES_RESET_ON_SUCCESS = False
+AXES_HANDLER = "portal.accounts.throttle.AuditedAxesHandler"
+AXES_LOCKOUT_CALLABLE = "portal.accounts.views.sign_in_locked_out"
+AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins are not axes' business
+AXES_ENABLE_ADMIN = False  # portal/accounts/admin.py shows the attempts, read-only
+AXES_VERBOSE = False
+AXES_CLIENT_IP_CALLABLE = "portal.accounts.throttle.client_address"
 
 # Keycloak directory sync: a service account (client credentials) that creates each tenant's
 # groups, sends the portal's membership changes, and reconciles periodically. The server and
@@ -405,11 +464,54 @@ STORAGES = {
     },
 }
 
+# API bodies: the largest accepted, and the deepest nesting of JSON arrays and objects. Both are
+# checked before a body is parsed (portal/core/parsers.py); Django's own form limit follows.
+PORTAL_API_MAX_BODY_BYTES = env.integer(
+    "PORTAL_API_MAX_BODY_BYTES", default=1024 * 1024, minimum=1024
+)
+PORTAL_API_MAX_JSON_DEPTH = env.integer(
+    "PORTAL_API_MAX_JSON_DEPTH", default=32, minimum=2, maximum=500
+)
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, PORTAL_API_MAX_BODY_BYTES)
+
+# API rate limits, as requests per second, minute, hour or day: each personal token, each user
+# (session and tokens together) and each address without credentials (portal/core/throttling.py).
+_RATE = re.compile(r"[0-9]+/(s|sec|m|min|h|hour|d|day)")
+
+
+def _api_rate(name: str, default: str) -> str:
+    rate = env.text_or(name, default)
+    if not _RATE.fullmatch(rate):
+        raise ImproperlyConfigured(
+            f"{name} must be a count per period such as 600/min (s, min, hour, day), not {rate!r}"
+        )
+    return rate
+
+
 REST_FRAMEWORK = {
+    # A Bearer token, when sent, decides alone (a bad one is 401 even beside a valid session).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "portal.accounts.authentication.PortalSessionAuthentication",
         "portal.accounts.authentication.PortalBearerAuthentication",
+        "portal.accounts.authentication.PortalSessionAuthentication",
     ],
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.core.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "portal.core.throttling.ApiTokenRateThrottle",
+        "portal.core.throttling.ApiUserRateThrottle",
+        "portal.core.throttling.ApiAnonRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "token": _api_rate("PORTAL_API_RATE_TOKEN", "300/min"),
+        "user": _api_rate("PORTAL_API_RATE_USER", "600/min"),
+        "anon": _api_rate("PORTAL_API_RATE_ANON", "60/min"),
+    },
+    # Anonymous callers are told apart by their address as sign-in throttling sees it: REMOTE_ADDR,
+    # or behind PORTAL_TRUSTED_PROXY_COUNT proxies the X-Forwarded-For entry the outermost saw.
+    "NUM_PROXIES": PORTAL_TRUSTED_PROXY_COUNT,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "portal.core.pagination.PagePagination",
