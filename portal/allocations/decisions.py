@@ -13,7 +13,7 @@ from fractions import Fraction
 from django.utils.translation import gettext as _
 
 from portal.allocations.models import Purpose
-from portal.catalog.gpu_eq import gpu_eq_display
+from portal.catalog.gpu_eq import GPU_EQ_MAX, gpu_eq_display
 from portal.catalog.models import Offering
 from portal.core.errors import InvalidTransition, ValidationFailed
 from portal.core.registry import Slot
@@ -102,6 +102,9 @@ def request_validate(
             "count",
             f"{offering.name} allows at most {offering.max_units_per_workload} per request.",
         )
+    if count * offering.gpu_eq > GPU_EQ_MAX:
+        # The request's GPU-eq is stored exactly; beyond this it is no real request anyway.
+        raise ValidationFailed.on("count", f"At most {GPU_EQ_MAX} GPU-eq in one request.")
     if duration_hours < 1:
         raise ValidationFailed.on("duration_hours", "Ask for at least 1 hour.")
     if duration_hours > tenant.max_duration_hours:

@@ -75,6 +75,8 @@ def test_beyond_remaining_quota_is_refused_with_the_numbers(
         ({"count": 1, "duration_hours": 1000}, "duration_hours"),
         ({"count": 1, "duration_hours": 0}, "duration_hours"),
         ({"count": 1, "purpose": "mining"}, "purpose"),
+        # More GPU-eq than one exact amount may hold: refused, not stored and then failing.
+        ({"count": 10**6 + 1}, "count"),
     ],
 )
 def test_bad_input_names_the_field_and_writes_nothing(
