@@ -68,7 +68,7 @@ class CommentSerializer(serializers.Serializer[GpuRequest]):
     comment = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class ExtendSerializer(serializers.Serializer[GpuRequest]):
+class ExtendSerializer(CommentSerializer):
     hours = serializers.IntegerField()
 
 
