@@ -76,6 +76,14 @@ def schema_document(live_server) -> dict[str, Any]:
 
 
 @pytest.fixture
+def unthrottled(settings) -> None:
+    """Rates far above what a run sends: the fuzzing is about answers, not the rate limits
+    (tested on their own), and a throttled run would see nothing but 429s."""
+    rates = dict.fromkeys(("token", "user", "anon"), "100000/min")
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
+
+
+@pytest.fixture
 def world(
     developer, lead, outsider, finance_user, admin_user, a100_tenant: Tenant, tenant_b
 ) -> Tenant:
@@ -84,7 +92,7 @@ def world(
 
 
 @pytest.fixture
-def bearer_of(world: Tenant) -> Callable[[User], Bearer]:
+def bearer_of(world: Tenant, unthrottled: None) -> Callable[[User], Bearer]:
     def bearer(persona: User) -> Bearer:
         """The persona's Authorization header. An operation under test may revoke the very
         token it is called with (`DELETE tokens/{id}/`): the next call then gets a fresh one,
