@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_filters",
+    "axes",
     # The project's apps, lowest layer first (README, Architecture).
     "portal.core",
     "portal.accounts",
@@ -75,6 +76,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "portal.core.pages.ApplicationErrorMiddleware",
+    # Turns a sign-in that django-axes refused into the sign-in page's lockout answer.
+    "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -129,6 +132,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         **DATABASES["default"].get("OPTIONS", {}),
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Two roles on PostgreSQL (deploy/README.md, "Database roles"): `migrate` and `audit_archive` run
+# with DATABASE_URL naming the owner of the tables; after each migration the runtime role named
+# here, which the portal's processes connect as, is granted ordinary reads and writes, but on the
+# audit trail only INSERT and SELECT (portal/core/database_roles.py). Unset: no grants are made.
+PORTAL_DATABASE_RUNTIME_ROLE = env.text("PORTAL_DATABASE_RUNTIME_ROLE")
+
+# Audit events are kept this long, then `manage.py audit_archive` moves them to a gzipped JSON
+# lines file in PORTAL_AUDIT_ARCHIVE_DIR and deletes them (nothing else deletes them).
+PORTAL_AUDIT_RETENTION_DAYS = env.integer("PORTAL_AUDIT_RETENTION_DAYS", default=400, minimum=1)
+PORTAL_AUDIT_ARCHIVE_DIR = Path(
+    env.text_or("PORTAL_AUDIT_ARCHIVE_DIR", str(VAR_DIR / "audit-archive"))
+)
 
 # Redis and Celery. Without a broker, tasks run in-process, at once, with the same code.
 REDIS_URL = env.secret("REDIS_URL")
@@ -311,9 +326,37 @@ PORTAL_MEMBERSHIP_SOURCE = env.choice(
 # With SSO on, only these local accounts may still sign in with a password (break-glass).
 PORTAL_BREAK_GLASS_USERS = env.items("PORTAL_BREAK_GLASS_USERS", default=[])
 AUTHENTICATION_BACKENDS = [
+    # First: refuses every password check for an account or address that is locked out, before
+    # the password is looked at. Only password sign-in calls authenticate(); the SSO callback
+    # and the API's Bearer tokens do not, so the throttle never touches them.
+    "axes.backends.AxesStandaloneBackend",
     "portal.accounts.backends.SsoBackend",
     "portal.accounts.backends.PasswordBackend",
 ]
+
+# Password sign-in throttle (django-axes): after PORTAL_SIGN_IN_FAILURE_LIMIT wrong passwords for
+# one username, or from one address, further attempts are refused (even with the right password)
+# until PORTAL_SIGN_IN_LOCKOUT_MINUTES have passed since the last one. Attempts are counted in
+# the database; each refusal is audited (portal/accounts/throttle.py). The client's address is
+# REMOTE_ADDR, or, behind PORTAL_TRUSTED_PROXY_COUNT reverse proxies that each append to
+# X-Forwarded-For, the address the outermost of them saw (set it, or everyone behind the
+# ingress shares one address and one count).
+PORTAL_SIGN_IN_FAILURE_LIMIT = env.integer("PORTAL_SIGN_IN_FAILURE_LIMIT", default=5, minimum=1)
+PORTAL_SIGN_IN_LOCKOUT = env.minutes("PORTAL_SIGN_IN_LOCKOUT_MINUTES", default=15, minimum=1)
+PORTAL_TRUSTED_PROXY_COUNT = env.integer("PORTAL_TRUSTED_PROXY_COUNT", default=0, maximum=10)
+AXES_ENABLED = True
+AXES_FAILURE_LIMIT = PORTAL_SIGN_IN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = PORTAL_SIGN_IN_LOCKOUT
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# A success must not wipe the count: it would also wipe the failures against other accounts
+# from the same address, and a throttled guesser with an account of their own could reset it.
+AXES_RESET_ON_SUCCESS = False
+AXES_HANDLER = "portal.accounts.throttle.AuditedAxesHandler"
+AXES_LOCKOUT_CALLABLE = "portal.accounts.views.sign_in_locked_out"
+AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins are not axes' business
+AXES_ENABLE_ADMIN = False  # portal/accounts/admin.py shows the attempts, read-only
+AXES_VERBOSE = False
+AXES_CLIENT_IP_CALLABLE = "portal.accounts.throttle.client_address"
 
 # Keycloak directory sync: a service account (client credentials) that creates each tenant's
 # groups, sends the portal's membership changes, and reconciles periodically. The server and

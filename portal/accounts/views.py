@@ -2,16 +2,19 @@
 (or for the break-glass accounts); and the admins' page of how sign-in maps to the portal."""
 
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import login, logout
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from portal.accounts.errors import ProviderUnavailable, SignInRefused
@@ -31,6 +34,14 @@ _NEXT = "sso_next"
 _ID_TOKEN = "sso_id_token"  # noqa: S105  (a session key, not a secret)
 
 
+def _sign_in_choices() -> dict[str, object]:
+    return {
+        "sso_enabled": settings.SSO_ENABLED,
+        "provider_name": settings.OIDC_PROVIDER_NAME,
+        "password_sign_in": not settings.SSO_ENABLED or bool(settings.PORTAL_BREAK_GLASS_USERS),
+    }
+
+
 class LoginView(auth_views.LoginView):
     """The sign-in page: a "Sign in with <provider>" button when SSO is on, the password form
     when it is off or break-glass accounts are configured."""
@@ -38,12 +49,32 @@ class LoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
     def get_context_data(self, **kwargs: object) -> dict[str, object]:
-        return super().get_context_data(
-            sso_enabled=settings.SSO_ENABLED,
-            provider_name=settings.OIDC_PROVIDER_NAME,
-            password_sign_in=not settings.SSO_ENABLED or bool(settings.PORTAL_BREAK_GLASS_USERS),
-            **kwargs,
-        )
+        return super().get_context_data(**_sign_in_choices(), **kwargs)
+
+
+def sign_in_locked_out(
+    request: HttpRequest, response: HttpResponse | None, credentials: dict[str, Any] | None
+) -> HttpResponse:
+    """The answer to a password sign-in that the throttle refused (axes' AXES_LOCKOUT_CALLABLE):
+    the sign-in page again, 429, saying why and for how long."""
+    minutes = int(settings.PORTAL_SIGN_IN_LOCKOUT.total_seconds() // 60)
+    message = ngettext(
+        "Too many failed sign-ins for this account or from this address. "
+        "Password sign-in is paused for %(minutes)d minute after the last attempt; "
+        "try again then, or ask an administrator.",
+        "Too many failed sign-ins for this account or from this address. "
+        "Password sign-in is paused for %(minutes)d minutes after the last attempt; "
+        "try again then, or ask an administrator.",
+        minutes,
+    ) % {"minutes": minutes}
+    username = (credentials or {}).get("username") or request.POST.get("username", "")
+    context = {
+        **_sign_in_choices(),
+        "form": AuthenticationForm(request, initial={"username": username}),
+        "next": _safe_next(request, request.POST.get("next")) or "",
+        "locked_out": message,
+    }
+    return render(request, "registration/login.html", context, status=429)
 
 
 def _safe_next(request: HttpRequest, target: str | None) -> str | None:

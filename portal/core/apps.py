@@ -7,8 +7,13 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         from portal.core import metrics
+        from portal.core.database_roles import grant_after_migrate
         from portal.core.navigation import nav_register
 
         metrics.connect()
+        # Once per `migrate` (sent for this app only), after every app's migrations.
+        post_migrate.connect(grant_after_migrate, sender=self)
         nav_register("Audit log", "audit", {"developer", "lead", "finance", "admin"}, position=140)

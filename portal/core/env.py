@@ -8,6 +8,7 @@ an operator can act on. Secrets are read from `NAME` or from the file named by `
 import ipaddress
 import os
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -58,6 +59,14 @@ class Env:
         if maximum is not None and number > maximum:
             raise ImproperlyConfigured(f"{name} must be at most {maximum}, not {number}")
         return number
+
+    def minutes(
+        self, name: str, *, default: int, minimum: int = 1, maximum: int | None = None
+    ) -> timedelta:
+        """A duration given in whole minutes (`NAME_MINUTES=15`)."""
+        return timedelta(
+            minutes=self.integer(name, default=default, minimum=minimum, maximum=maximum)
+        )
 
     def items(self, name: str, *, default: list[str]) -> list[str]:
         value = self._raw(name)

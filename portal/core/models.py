@@ -17,8 +17,10 @@ class WorkerHeartbeat(models.Model):
 class AuditEvent(models.Model):
     """Who did what to which object, when, from where, with the before/after of what changed.
 
-    Append-only: nothing in the code updates or deletes a row, and on PostgreSQL a trigger
-    refuses UPDATE and DELETE. Names are copied so an event reads the same after renames.
+    Append-only: nothing in the code updates a row, and only `audit_archive` deletes, the events
+    past their retention once they are in an archive file. On PostgreSQL a trigger refuses
+    UPDATE and every other DELETE, and the portal's runtime role may only INSERT and SELECT
+    (portal/core/database_roles.py). Names are copied so an event reads the same after renames.
     """
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -54,6 +56,26 @@ class AuditEvent(models.Model):
         return (
             f"{self.at:%Y-%m-%d %H:%M:%S} {who} {self.action} {self.target_type}:{self.target_id}"
         )
+
+
+class AuditArchive(models.Model):
+    """One run of `audit_archive`: the events before `cutoff` went to `file`, then were deleted.
+
+    Written by the owner role only (the runtime role may read it); the audit event of the run
+    names this row.
+    """
+
+    at = models.DateTimeField(auto_now_add=True)
+    cutoff = models.DateTimeField()
+    count = models.PositiveIntegerField()
+    file = models.CharField(max_length=255)
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return self.file
 
 
 class IdempotencyKey(models.Model):

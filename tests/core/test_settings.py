@@ -12,10 +12,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def manage_check(**overrides: str | None) -> subprocess.CompletedProcess[str]:
+    return manage("check", **overrides)
+
+
+def manage(*arguments: str, **overrides: str | None) -> subprocess.CompletedProcess[str]:
+    """`manage.py <arguments>` in a fresh process, with `overrides` on the environment (None
+    removes a variable)."""
     env = {key: value for key, value in os.environ.items() if key not in overrides}
     env.update({key: value for key, value in overrides.items() if value is not None})
     return subprocess.run(
-        [sys.executable, "manage.py", "check"],
+        [sys.executable, "manage.py", *arguments],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -48,6 +54,9 @@ def test_start_up_with_secret_key_outside_debug_succeeds() -> None:
         ("METRICS_ALLOWED_NETWORKS", "10.0.0.0/8,not-a-network"),
         ("PROMETHEUS_URL", "prometheus:9090"),
         ("LOG_LEVEL", "chatty"),
+        ("PORTAL_SIGN_IN_FAILURE_LIMIT", "0"),
+        ("PORTAL_SIGN_IN_LOCKOUT_MINUTES", "soon"),
+        ("PORTAL_TRUSTED_PROXY_COUNT", "-1"),
     ],
 )
 def test_a_wrong_value_stops_start_up_naming_the_variable(variable: str, value: str) -> None:
@@ -55,6 +64,19 @@ def test_a_wrong_value_stops_start_up_naming_the_variable(variable: str, value: 
 
     assert result.returncode == 2
     assert f"configuration error: {variable}" in result.stderr
+
+
+def test_the_sign_in_throttle_is_configured_from_the_environment() -> None:
+    result = manage(
+        "shell",
+        "-c",
+        "from django.conf import settings as s; print(s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME)",
+        PORTAL_SIGN_IN_FAILURE_LIMIT="3",
+        PORTAL_SIGN_IN_LOCKOUT_MINUTES="40",
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-2:] == ["3", "0:40:00"]
 
 
 def test_secret_is_read_from_its_file(tmp_path: Path) -> None:

@@ -179,7 +179,12 @@ print(json.dumps({
 def test_the_portal_environment_configures_the_stack_it_runs_in(services):
     environment = services["web"]["environment"]
     for name in PORTAL_SERVICES:
-        assert services[name]["environment"] == environment, name
+        # migrate connects as the owner role (test_migrate_connects_as_the_owner_…, below).
+        differs = {"DATABASE_URL", "PORTAL_DATABASE_RUNTIME_ROLE"} if name == "migrate" else set()
+        own = services[name]["environment"]
+        assert {k: v for k, v in own.items() if k not in differs} == {
+            k: v for k, v in environment.items() if k not in differs
+        }, name
     result = subprocess.run(
         [sys.executable, "-c", PROBE],
         cwd=ROOT,
@@ -193,13 +198,14 @@ def test_the_portal_environment_configures_the_stack_it_runs_in(services):
     found = json.loads(result.stdout.strip().splitlines()[-1])
 
     postgres = services["postgres"]["environment"]
+    # The runtime role the initialisation script makes, not the owner.
     assert found["database"] == [
         "django.db.backends.postgresql",
         "postgres",
         5432,
         postgres["POSTGRES_DB"],
-        postgres["POSTGRES_USER"],
-        postgres["POSTGRES_PASSWORD"],
+        "portal_app",
+        "portal-app-local-only",
     ]
     assert urlsplit(found["broker"]).hostname == "redis"
     assert found["eager"] is False
@@ -246,3 +252,24 @@ def test_the_realm_set_up_gives_keycloak_what_the_portal_was_given(services):
     assert (COMPOSE_DIR / realm_mount.split(":")[0]).resolve() == REALM_EXPORT
     assert realm_mount.split(":")[1].startswith("/opt/keycloak/data/import/")
     assert "--import-realm" in services["keycloak"]["command"]
+
+
+def test_migrate_connects_as_the_owner_and_the_portal_as_the_runtime_role_postgres_makes(
+    services,
+):
+    postgres = services["postgres"]
+    migrate = urlsplit(services["migrate"]["environment"]["DATABASE_URL"])
+    runtime = urlsplit(services["web"]["environment"]["DATABASE_URL"])
+    [init] = [v for v in postgres["volumes"] if "/docker-entrypoint-initdb.d/" in v]
+    script = (COMPOSE_DIR / init.split(":")[0]).read_text()
+
+    # The image's POSTGRES_USER owns the database and so the tables migrate makes.
+    assert (migrate.username, migrate.password) == (
+        postgres["environment"]["POSTGRES_USER"],
+        postgres["environment"]["POSTGRES_PASSWORD"],
+    )
+    assert runtime.username != migrate.username
+    assert services["migrate"]["environment"]["PORTAL_DATABASE_RUNTIME_ROLE"] == runtime.username
+    assert f"CREATE ROLE {runtime.username} LOGIN PASSWORD '{runtime.password}'" in script
+    assert f"GRANT CONNECT ON DATABASE {runtime.path.lstrip('/')} TO {runtime.username}" in script
+    assert init.endswith(":ro")

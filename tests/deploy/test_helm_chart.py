@@ -61,6 +61,7 @@ MONITORING = {
     "prometheusRule": {"enabled": True},
     "metrics": {"token": {"enabled": True}},
 }
+AUDIT_ARCHIVE = {"auditArchive": {"enabled": True, "existingClaim": "gpu-portal-audit-archive"}}
 # The combinations deploy/README.md documents; "monitoring" renders a chart with rule files.
 COMBINATIONS: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -69,6 +70,7 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
     "ingress-tls": INGRESS_TLS,
     "hpa": HPA,
     "monitoring": MONITORING,
+    "audit-archive": AUDIT_ARCHIVE,
 }
 
 # A rule file like those of deploy/prometheus/rules/, for a chart that packages one.
@@ -116,10 +118,31 @@ def one(manifests: list[Manifest], kind: str, name: str) -> Manifest:
 
 
 def pod_specs(manifests: list[Manifest]) -> dict[str, dict[str, Any]]:
-    return {
+    specs = {
         m["metadata"]["name"]: m["spec"]["template"]["spec"]
         for m in manifests
         if m["kind"] in ("Deployment", "Job")
+    }
+    specs |= {
+        m["metadata"]["name"]: m["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        for m in manifests
+        if m["kind"] == "CronJob"
+    }
+    return specs
+
+
+def container_env(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    [container] = spec["containers"]
+    return {item["name"]: item for item in container["env"]}
+
+
+def secret_sources(spec: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Each secret file of the pod: its name, from (Secret, key)."""
+    [projected] = [v["projected"] for v in spec["volumes"] if v["name"] == "secrets"]
+    return {
+        item["path"]: (source["secret"]["name"], item["key"])
+        for source in projected["sources"]
+        for item in source["secret"]["items"]
     }
 
 
@@ -177,6 +200,15 @@ def test_web_probes_readiness_on_readyz_and_liveness_on_healthz() -> None:
     assert container["command"][:2] == ["gunicorn", "portal.wsgi:application"]
     assert container["resources"]["requests"]["memory"] == "256Mi"
     assert container["resources"]["limits"]["memory"] == "512Mi"
+
+
+def test_behind_the_ingress_client_addresses_come_from_the_proxys_forwarded_for() -> None:
+    # Sign-in throttling and the API's rate limits count per client address: without the
+    # proxy count every client would share the ingress controller's address and one count.
+    for values, expected in (({}, "1"), ({"portal": {"trustedProxyCount": 2}}, "2")):
+        specs = pod_specs(render(values))
+        for name in ("gpu-portal-web", "gpu-portal-worker", "gpu-portal-beat"):
+            assert container_env(specs[name])["PORTAL_TRUSTED_PROXY_COUNT"]["value"] == expected
 
 
 def test_web_pods_spread_and_a_disruption_budget_keeps_one_serving() -> None:
@@ -250,10 +282,64 @@ def test_migrations_run_as_a_hook_before_install_and_upgrade() -> None:
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
 
 
-def test_every_pod_runs_as_the_image_user_on_a_read_only_root_with_a_writable_tmp() -> None:
-    manifests = render({"image": {"digest": "sha256:" + "a" * 64}})
+def test_migrations_and_the_archive_connect_as_the_owner_the_portal_as_the_runtime_role() -> None:
+    manifests = render(AUDIT_ARCHIVE | {"database": {"owner": {"runtimeRole": "portal_app"}}})
 
-    assert len(pod_specs(manifests)) == 4
+    sources = {
+        name: secret_sources(spec)["DATABASE_URL"] for name, spec in pod_specs(manifests).items()
+    }
+    assert sources == {
+        "gpu-portal-web": ("gpu-portal", "database-url"),
+        "gpu-portal-worker": ("gpu-portal", "database-url"),
+        "gpu-portal-beat": ("gpu-portal", "database-url"),
+        "gpu-portal-migrate": ("gpu-portal", "database-owner-url"),
+        "gpu-portal-audit-archive": ("gpu-portal", "database-owner-url"),
+    }
+    # The migrations grant the runtime role its privileges after each run.
+    roles = {
+        name: container_env(spec).get("PORTAL_DATABASE_RUNTIME_ROLE", {}).get("value")
+        for name, spec in pod_specs(manifests).items()
+    }
+    assert roles["gpu-portal-migrate"] == "portal_app"
+    assert roles["gpu-portal-web"] is None
+
+
+def test_with_one_database_role_every_pod_connects_with_the_one_url() -> None:
+    manifests = render({"database": {"owner": {"enabled": False}}})
+
+    for name, spec in pod_specs(manifests).items():
+        assert secret_sources(spec)["DATABASE_URL"] == ("gpu-portal", "database-url"), name
+        assert "PORTAL_DATABASE_RUNTIME_ROLE" not in container_env(spec), name
+
+
+def test_the_audit_archive_is_off_by_default() -> None:
+    assert not [m for m in render({}) if m["kind"] == "CronJob"]
+
+
+def test_the_audit_archive_runs_daily_one_at_a_time_writing_to_its_claim() -> None:
+    values = {"auditArchive": AUDIT_ARCHIVE["auditArchive"] | {"retentionDays": 730}}
+    cronjob = one(render(values), "CronJob", "gpu-portal-audit-archive")
+
+    assert cronjob["spec"]["schedule"] == "17 3 * * *"
+    assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
+    spec = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert spec["restartPolicy"] == "Never"
+    [container] = spec["containers"]
+    assert container["command"] == ["python", "manage.py", "audit_archive"]
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    assert env["PORTAL_AUDIT_RETENTION_DAYS"] == "730"
+    volumes = {volume["name"]: volume for volume in spec["volumes"]}
+    mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
+    assert volumes["audit-archive"]["persistentVolumeClaim"] == {
+        "claimName": "gpu-portal-audit-archive"
+    }
+    assert mounts["audit-archive"] == env["PORTAL_AUDIT_ARCHIVE_DIR"]
+
+
+def test_every_pod_runs_as_the_image_user_on_a_read_only_root_with_a_writable_tmp() -> None:
+    manifests = render({"image": {"digest": "sha256:" + "a" * 64}} | AUDIT_ARCHIVE)
+
+    assert len(pod_specs(manifests)) == 5
     for name, spec in pod_specs(manifests).items():
         assert spec["securityContext"]["runAsUser"] == 10001, name
         assert spec["securityContext"]["runAsNonRoot"] is True
@@ -300,7 +386,7 @@ def test_secrets_reach_the_portal_only_as_files_from_existing_secrets(
     assert not any(kind == "Secret" for kind in (m["kind"] for m in manifests))
     for name, spec in pod_specs(manifests).items():
         [container] = spec["containers"]
-        env = {item["name"]: item for item in container["env"]}
+        env = container_env(spec)
         assert not any("secretKeyRef" in item.get("valueFrom", {}) for item in env.values())
         files = {
             key.removesuffix("_FILE"): item["value"]
@@ -308,13 +394,9 @@ def test_secrets_reach_the_portal_only_as_files_from_existing_secrets(
             if key.endswith("_FILE")
         }
         assert files == {secret: f"{SECRET_DIR}/{secret}" for secret in expected}, name
-        [projected] = [v["projected"] for v in spec["volumes"] if v["name"] == "secrets"]
-        sources = {
-            item["path"]: (source["secret"]["name"], item["key"])
-            for source in projected["sources"]
-            for item in source["secret"]["items"]
-        }
-        assert sources == expected, name
+        # The migrations connect as the owner role (database.owner), the rest as the runtime.
+        owner = {"DATABASE_URL": ("gpu-portal", "database-owner-url")}
+        assert secret_sources(spec) == expected | (owner if name.endswith("-migrate") else {})
         assert {"mountPath": SECRET_DIR, "name": "secrets", "readOnly": True} in container[
             "volumeMounts"
         ]
@@ -617,6 +699,10 @@ def test_the_charts_rule_files_are_those_of_deploy_prometheus() -> None:
         ({"image": {"digest": "latest"}}, "/image/digest"),
         ({"portal": {"clusterMode": "production"}}, "/portal/clusterMode"),
         ({"portal": {"env": {"lower_case": "x"}}}, "'lower_case' does not match pattern"),
+        ({"auditArchive": {"enabled": True}}, "/auditArchive/existingClaim"),
+        ({"auditArchive": {"schedule": "daily"}}, "/auditArchive/schedule"),
+        ({"database": {"owner": {"runtimeRole": ""}}}, "/database/owner/runtimeRole"),
+        ({"portal": {"trustedProxyCount": -1}}, "/portal/trustedProxyCount"),
     ],
 )
 def test_wrong_values_fail_on_the_schema_before_anything_renders(

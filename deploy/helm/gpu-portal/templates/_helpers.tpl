@@ -66,15 +66,27 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
+"true" when a component connects to the database as the owner role (database.owner): the
+migrations Job, which also grants the runtime role its privileges, and the audit archive.
+Pass (dict "root" $ "component" "web").
+*/}}
+{{- define "gpu-portal.databaseOwner" -}}
+{{- if and .root.Values.database.owner.enabled (has .component (list "migrations" "audit-archive")) }}true{{ end }}
+{{- end }}
+
+{{/*
 The secrets the portal reads from files: a YAML list of {env, secret, key}. The container gets
 `<env>_FILE=/var/run/secrets/gpu-portal/<env>` and the file comes from key `key` of Secret
-`secret` (the entry's own secretName, else existingSecret).
+`secret` (the entry's own secretName, else existingSecret). Pass (dict "root" $ "component" …):
+DATABASE_URL is the owner's for the components that connect as it.
 */}}
 {{- define "gpu-portal.secretFiles" -}}
+{{- $database := ternary .root.Values.database.owner.url .root.Values.database.url (eq (include "gpu-portal.databaseOwner" .) "true") }}
+{{- with .root }}
 {{- $default := .Values.existingSecret }}
 {{- $entries := list }}
 {{- $entries = append $entries (dict "env" "SECRET_KEY" "ref" .Values.secretKey) }}
-{{- $entries = append $entries (dict "env" "DATABASE_URL" "ref" .Values.database.url) }}
+{{- $entries = append $entries (dict "env" "DATABASE_URL" "ref" $database) }}
 {{- $entries = append $entries (dict "env" "REDIS_URL" "ref" .Values.redis.url) }}
 {{- if .Values.sso.enabled }}
 {{- $entries = append $entries (dict "env" "OIDC_CLIENT_SECRET" "ref" .Values.sso.clientSecret) }}
@@ -98,9 +110,13 @@ files:
     key: {{ .ref.key }}
 {{- end }}
 {{- end }}
+{{- end }}
 
-{{/* The environment of every portal container (web, worker, beat, migrations). */}}
+{{/* The environment of every portal container: pass (dict "root" $ "component" "web"). */}}
 {{- define "gpu-portal.env" -}}
+{{- $owner := include "gpu-portal.databaseOwner" . }}
+{{- $component := .component }}
+{{- with .root }}
 {{- $host := include "gpu-portal.host" . }}
 {{- $origin := printf "%s://%s" (include "gpu-portal.scheme" .) $host }}
 # The pod's own address is an allowed host too: probes and Prometheus connect to it.
@@ -124,6 +140,8 @@ files:
   value: {{ .Values.portal.clusterMode | quote }}
 - name: LOG_LEVEL
   value: {{ .Values.portal.logLevel | quote }}
+- name: PORTAL_TRUSTED_PROXY_COUNT
+  value: {{ .Values.portal.trustedProxyCount | quote }}
 {{- with .Values.portal.prometheusUrl }}
 - name: PROMETHEUS_URL
   value: {{ . | quote }}
@@ -152,7 +170,17 @@ files:
 - name: PORTAL_WEBHOOK_URL
   value: {{ . | quote }}
 {{- end }}
-{{- range (include "gpu-portal.secretFiles" . | fromYaml).files }}
+{{- if $owner }}
+- name: PORTAL_DATABASE_RUNTIME_ROLE
+  value: {{ .Values.database.owner.runtimeRole | quote }}
+{{- end }}
+{{- if eq $component "audit-archive" }}
+- name: PORTAL_AUDIT_RETENTION_DAYS
+  value: {{ .Values.auditArchive.retentionDays | quote }}
+- name: PORTAL_AUDIT_ARCHIVE_DIR
+  value: /var/lib/gpu-portal/audit-archive
+{{- end }}
+{{- range (include "gpu-portal.secretFiles" $ | fromYaml).files }}
 - name: {{ printf "%s_FILE" .env }}
   value: {{ printf "/var/run/secrets/gpu-portal/%s" .env | quote }}
 {{- end }}
@@ -161,8 +189,10 @@ files:
   value: {{ $value | quote }}
 {{- end }}
 {{- end }}
+{{- end }}
 
-{{/* Volumes of every portal pod: the secret files, a writable /tmp, and extraVolumes. */}}
+{{/* Volumes of every portal pod: the secret files, a writable /tmp, the audit archive's claim
+and extraVolumes. Pass (dict "root" $ "component" "web"). */}}
 {{- define "gpu-portal.volumes" -}}
 - name: secrets
   projected:
@@ -177,8 +207,13 @@ files:
 {{- end }}
 - name: tmp
   emptyDir:
-    sizeLimit: {{ .Values.tmpSizeLimit }}
-{{- with .Values.extraVolumes }}
+    sizeLimit: {{ .root.Values.tmpSizeLimit }}
+{{- if eq .component "audit-archive" }}
+- name: audit-archive
+  persistentVolumeClaim:
+    claimName: {{ required "auditArchive.existingClaim is required when auditArchive.enabled" .root.Values.auditArchive.existingClaim }}
+{{- end }}
+{{- with .root.Values.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
 {{- end }}
@@ -189,7 +224,11 @@ files:
   readOnly: true
 - name: tmp
   mountPath: /tmp
-{{- with .Values.extraVolumeMounts }}
+{{- if eq .component "audit-archive" }}
+- name: audit-archive
+  mountPath: /var/lib/gpu-portal/audit-archive
+{{- end }}
+{{- with .root.Values.extraVolumeMounts }}
 {{ toYaml . }}
 {{- end }}
 {{- end }}
@@ -219,7 +258,7 @@ affinity:
 priorityClassName: {{ . }}
 {{- end }}
 volumes:
-  {{- include "gpu-portal.volumes" $root | nindent 2 }}
+  {{- include "gpu-portal.volumes" . | nindent 2 }}
 {{- end }}
 
 {{/* Spread a component's pods over zones and nodes (ScheduleAnyway by default). */}}
@@ -243,9 +282,9 @@ imagePullPolicy: {{ .root.Values.image.pullPolicy }}
 securityContext:
   {{- toYaml .root.Values.securityContext | nindent 2 }}
 env:
-  {{- include "gpu-portal.env" .root | nindent 2 }}
+  {{- include "gpu-portal.env" . | nindent 2 }}
 volumeMounts:
-  {{- include "gpu-portal.volumeMounts" .root | nindent 2 }}
+  {{- include "gpu-portal.volumeMounts" . | nindent 2 }}
 resources:
   {{- toYaml .values.resources | nindent 2 }}
 {{- end }}
