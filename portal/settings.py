@@ -472,6 +472,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1/",
+    # Bodies get their own components (`...Request`, without read-only fields), so that what a
+    # write takes is told apart from what it answers.
+    "COMPONENT_SPLIT_REQUEST": True,
     # What the URL converters accept, so that the schema's path parameters say it too.
     "PATH_CONVERTER_OVERRIDES": {
         "int": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1},

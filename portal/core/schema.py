@@ -16,6 +16,10 @@ Every error the API gives is the envelope `{"error": {"code", "message", "fields
   with another body);
 - 413 on operations that take a body.
 
+Bodies are closed: a write refuses fields it does not take (portal.core.serializers), so each
+body's component (its own, `...Request`, with COMPONENT_SPLIT_REQUEST) says
+`additionalProperties: false`.
+
 A status a view declares itself (`extend_schema(responses=...)`, e.g. 422 where policy can
 refuse) is kept as it is; the hook only adds what is missing.
 """
@@ -109,14 +113,23 @@ def error_statuses(method: str, operation: dict[str, Any], *, authenticated: boo
     return statuses
 
 
+def _close_body(operation: dict[str, Any], components: dict[str, Any]) -> None:
+    for media in operation.get("requestBody", {}).get("content", {}).values():
+        name = media.get("schema", {}).get("$ref", "").rpartition("/")[2]
+        if name in components:
+            components[name]["additionalProperties"] = False
+
+
 def document_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """drf-spectacular postprocessing hook: the `Error` component, and each operation's error
-    answers with it (see the module's docstring)."""
+    """drf-spectacular postprocessing hook: the `Error` component, each operation's error
+    answers with it, and closed bodies (see the module's docstring)."""
     default_security = result.get("security", [])
+    components = result.setdefault("components", {}).setdefault("schemas", {})
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
+            _close_body(operation, components)
             authenticated = _authenticated(operation, default_security)
             responses = operation["responses"]
             for status in sorted(error_statuses(method, operation, authenticated=authenticated)):
@@ -130,6 +143,6 @@ def document_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
                     response["headers"] = RETRY_AFTER
                 responses[str(status)] = response
             operation["responses"] = dict(sorted(responses.items()))
-    result.setdefault("components", {}).setdefault("schemas", {})[ERROR_COMPONENT] = ERROR_SCHEMA
-    result["components"]["schemas"] = dict(sorted(result["components"]["schemas"].items()))
+    components[ERROR_COMPONENT] = ERROR_SCHEMA
+    result["components"]["schemas"] = dict(sorted(components.items()))
     return result

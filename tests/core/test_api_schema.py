@@ -55,7 +55,7 @@ def test_objects_writes_and_bodies_document_their_errors(schema) -> None:
     assert "422" not in approve["responses"]
     extend = operations[("post", "/api/v1/requests/{id}/extend")]
     assert _error_schema(extend, "422") == ERROR_REF
-    assert "hours" in schema["components"]["schemas"]["Extend"]["required"]
+    assert "hours" in schema["components"]["schemas"]["ExtendRequest"]["required"]
     assert "404" not in operations[("get", "/api/v1/me")]["responses"]
     assert "400" not in operations[("get", "/api/v1/me")]["responses"]
 

@@ -33,7 +33,7 @@ CONFIG = """
 seed = 17
 
 [generation]
-max-examples = 12
+max-examples = 6
 deterministic = true
 database = "none"
 no-shrink = true
@@ -50,9 +50,9 @@ examples.enabled = true
 coverage.enabled = false
 fuzzing.enabled = true
 stateful.enabled = true
-stateful.max-steps = 8
+stateful.max-steps = 6
 """
-STATEFUL_SCENARIOS = 10
+STATEFUL_SCENARIOS = 8
 
 # The admin goes last: what it changes (tenants archived, quotas, members) would otherwise
 # leave the others little to work on.
