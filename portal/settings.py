@@ -67,6 +67,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "portal.core.middleware.RequestIdMiddleware",
+    # Before anything reads a body (sessions, CSRF, DRF): an oversized API body is refused unread.
+    "portal.core.middleware.ApiBodyLimitMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -75,6 +77,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "portal.core.input_guard.InputGuardMiddleware",
     "portal.core.pages.ApplicationErrorMiddleware",
     # Turns a sign-in that django-axes refused into the sign-in page's lockout answer.
     "axes.middleware.AxesMiddleware",
@@ -160,6 +163,19 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# The cache holds the API's rate-limit counters: in Redis all web processes share them; without
+# it (the demo) each process keeps its own in memory.
+CACHES: dict[str, dict[str, Any]] = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "portal",
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 # Without a broker there is no beat either: this runs the schedule below in a thread of the web
 # process instead (`make demo` turns it on; portal/core/scheduler.py).
 PORTAL_IN_PROCESS_SCHEDULER = env.flag("PORTAL_IN_PROCESS_SCHEDULER", default=False)
@@ -448,11 +464,54 @@ STORAGES = {
     },
 }
 
+# API bodies: the largest accepted, and the deepest nesting of JSON arrays and objects. Both are
+# checked before a body is parsed (portal/core/parsers.py); Django's own form limit follows.
+PORTAL_API_MAX_BODY_BYTES = env.integer(
+    "PORTAL_API_MAX_BODY_BYTES", default=1024 * 1024, minimum=1024
+)
+PORTAL_API_MAX_JSON_DEPTH = env.integer(
+    "PORTAL_API_MAX_JSON_DEPTH", default=32, minimum=2, maximum=500
+)
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, PORTAL_API_MAX_BODY_BYTES)
+
+# API rate limits, as requests per second, minute, hour or day: each personal token, each user
+# (session and tokens together) and each address without credentials (portal/core/throttling.py).
+_RATE = re.compile(r"[0-9]+/(s|sec|m|min|h|hour|d|day)")
+
+
+def _api_rate(name: str, default: str) -> str:
+    rate = env.text_or(name, default)
+    if not _RATE.fullmatch(rate):
+        raise ImproperlyConfigured(
+            f"{name} must be a count per period such as 600/min (s, min, hour, day), not {rate!r}"
+        )
+    return rate
+
+
 REST_FRAMEWORK = {
+    # A Bearer token, when sent, decides alone (a bad one is 401 even beside a valid session).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "portal.accounts.authentication.PortalSessionAuthentication",
         "portal.accounts.authentication.PortalBearerAuthentication",
+        "portal.accounts.authentication.PortalSessionAuthentication",
     ],
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.core.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "portal.core.throttling.ApiTokenRateThrottle",
+        "portal.core.throttling.ApiUserRateThrottle",
+        "portal.core.throttling.ApiAnonRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "token": _api_rate("PORTAL_API_RATE_TOKEN", "300/min"),
+        "user": _api_rate("PORTAL_API_RATE_USER", "600/min"),
+        "anon": _api_rate("PORTAL_API_RATE_ANON", "60/min"),
+    },
+    # Anonymous callers are told apart by their address as sign-in throttling sees it: REMOTE_ADDR,
+    # or behind PORTAL_TRUSTED_PROXY_COUNT proxies the X-Forwarded-For entry the outermost saw.
+    "NUM_PROXIES": PORTAL_TRUSTED_PROXY_COUNT,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "portal.core.pagination.PagePagination",

@@ -4,13 +4,16 @@ from django import forms
 
 from portal.accounts.models import User
 from portal.catalog.models import GpuModel
+from portal.core.forms import BoundedForm
+from portal.core.validators import TEXT_MAX_LENGTH
 from tenants.models import MemberRole
 
 
-class TenantPolicyForm(forms.Form):
+class TenantPolicyForm(BoundedForm):
     name = forms.CharField(max_length=200)
     cost_centre = forms.CharField(max_length=64, required=False)
     auto_approve_gpu_eq = forms.CharField(
+        max_length=40,
         label="Auto-approve up to (GPU-eq per request)",
         initial="1",
         help_text="A whole number, a decimal or a fraction like 1/2.",
@@ -47,14 +50,14 @@ class TenantCreateForm(TenantPolicyForm):
     field_order = ["slug", "name", "cost_centre"]
 
 
-class QuotaForm(forms.Form):
+class QuotaForm(BoundedForm):
     gpu_model = forms.ModelChoiceField(
         queryset=GpuModel.objects.filter(enabled=True), to_field_name="slug", label="GPU model"
     )
-    gpu_eq = forms.CharField(label="Quota (GPU-eq)", help_text="e.g. 8, 2.5 or 7/2")
+    gpu_eq = forms.CharField(max_length=40, label="Quota (GPU-eq)", help_text="e.g. 8, 2.5 or 7/2")
 
 
-class MemberForm(forms.Form):
+class MemberForm(BoundedForm):
     username = forms.ModelChoiceField(
         queryset=User.objects.filter(is_active=True),
         to_field_name="username",
@@ -64,23 +67,27 @@ class MemberForm(forms.Form):
     role = forms.ChoiceField(choices=MemberRole.choices, initial=MemberRole.DEVELOPER)
 
 
-class QuotaRequestForm(forms.Form):
+class QuotaRequestForm(BoundedForm):
     gpu_model = forms.ModelChoiceField(
         queryset=GpuModel.objects.filter(enabled=True), to_field_name="slug", label="GPU model"
     )
-    amount = forms.CharField(label="Additional GPU-eq", help_text="e.g. 2 or 1/2")
-    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
+    amount = forms.CharField(max_length=40, label="Additional GPU-eq", help_text="e.g. 2 or 1/2")
+    reason = forms.CharField(max_length=TEXT_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 3}))
 
 
-class DecisionForm(forms.Form):
+class DecisionForm(BoundedForm):
     decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
-    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    comment = forms.CharField(
+        required=False, max_length=TEXT_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 2})
+    )
 
 
-class StateForm(forms.Form):
+class StateForm(BoundedForm):
     action = forms.ChoiceField(
         choices=[("suspend", "Suspend"), ("reactivate", "Reactivate"), ("archive", "Archive")]
     )
-    comment = forms.CharField(required=False)
+    comment = forms.CharField(required=False, max_length=TEXT_MAX_LENGTH)
     # Archiving deletes the tenant's namespaces: the admin types the slug to confirm.
-    confirm = forms.CharField(required=False, label="Type the tenant's slug to confirm")
+    confirm = forms.CharField(
+        required=False, max_length=61, label="Type the tenant's slug to confirm"
+    )

@@ -6,6 +6,8 @@ from rest_framework import serializers
 from portal.accounts.models import User
 from portal.catalog.models import GpuModel
 from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
+from portal.core.serializers import StrictFieldsMixin
+from portal.core.validators import TEXT_MAX_LENGTH
 from tenants.models import MemberRole, Membership, QuotaRequest, Tenant, TenantState
 from tenants.selectors import QuotaLine
 
@@ -42,7 +44,7 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
         return QuotaLineSerializer(lines.get(tenant.pk, []), many=True).data  # type: ignore[arg-type,return-value]
 
 
-class TenantPolicySerializer(serializers.Serializer[Tenant]):
+class TenantPolicySerializer(StrictFieldsMixin, serializers.Serializer[Tenant]):
     """The policy fields, each optional: unset ones keep their default or current value."""
 
     auto_approve_gpu_eq = GpuEqField(required=False)
@@ -86,7 +88,7 @@ class MembershipSerializer(serializers.ModelSerializer[Membership]):
         fields = ("username", "full_name", "role", "created_at")
 
 
-class MemberInputSerializer(serializers.Serializer[Membership]):
+class MemberInputSerializer(StrictFieldsMixin, serializers.Serializer[Membership]):
     """Who (an active user, by username) and with which role; an unknown user names the field."""
 
     username = serializers.SlugRelatedField(
@@ -110,13 +112,19 @@ class QuotaRequestSerializer(serializers.ModelSerializer[QuotaRequest]):
                   "decided_by", "decision_comment", "created_at", "decided_at")  # fmt: skip
 
 
-class QuotaRequestInputSerializer(serializers.Serializer[QuotaRequest]):
+class QuotaRequestInputSerializer(StrictFieldsMixin, serializers.Serializer[QuotaRequest]):
+    multiline_fields = ("reason",)
+
     gpu_model = serializers.SlugRelatedField(
         slug_field="slug", queryset=GpuModel.objects.filter(enabled=True)
     )
     amount = GpuEqField()
-    reason = serializers.CharField()
+    reason = serializers.CharField(max_length=TEXT_MAX_LENGTH)
 
 
-class DecisionSerializer(serializers.Serializer[QuotaRequest]):
-    comment = serializers.CharField(required=False, allow_blank=True, default="")
+class DecisionSerializer(StrictFieldsMixin, serializers.Serializer[QuotaRequest]):
+    multiline_fields = ("comment",)
+
+    comment = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=TEXT_MAX_LENGTH
+    )

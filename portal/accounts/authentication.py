@@ -18,8 +18,22 @@ from portal.accounts.tokens import api_token_authenticate, is_api_token
 CHALLENGE = 'Bearer realm="api"'
 
 
+def _bearer_parts(request: Request) -> list[bytes] | None:
+    """The Authorization header's words when its scheme is Bearer, else None."""
+    parts = get_authorization_header(request).split()
+    return parts if parts and parts[0].lower() == b"bearer" else None
+
+
 class PortalSessionAuthentication(SessionAuthentication):
-    """The browser session. Declares a challenge so anonymous callers get 401, not 403."""
+    """The browser session. Declares a challenge so anonymous callers get 401, not 403.
+
+    A request that carries a Bearer token is judged by that token alone: the session steps
+    aside even when it is valid, so a revoked token never falls back to the browser's user."""
+
+    def authenticate(self, request: Request) -> tuple[User, None] | None:
+        if _bearer_parts(request) is not None:
+            return None
+        return super().authenticate(request)
 
     def authenticate_header(self, request: Request) -> str:
         return CHALLENGE
@@ -28,12 +42,13 @@ class PortalSessionAuthentication(SessionAuthentication):
 class PortalBearerAuthentication(BaseAuthentication):
     """`Authorization: Bearer <token>`: a personal API token (`gpp_...`) or an identity
     provider's access token. Without the header it answers None and leaves the call to the
-    session; a malformed, unknown, revoked or expired token is 401. No CSRF check: the token
-    is sent deliberately, never by the browser on its own."""
+    session; with it, the token decides: a malformed, unknown, revoked or expired token is 401
+    whatever session comes with it. No CSRF check: the token is sent deliberately, never by
+    the browser on its own."""
 
     def authenticate(self, request: Request) -> tuple[User, ApiToken | None] | None:
-        parts = get_authorization_header(request).split()
-        if not parts or parts[0].lower() != b"bearer":
+        parts = _bearer_parts(request)
+        if parts is None:
             return None  # no header, or another scheme: not ours to judge
         if len(parts) != 2:
             raise AuthenticationFailed("Malformed Authorization header: send `Bearer <token>`.")

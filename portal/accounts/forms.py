@@ -1,9 +1,10 @@
 from django import forms
 
 from portal.accounts.tokens import NAME_MAX_LENGTH
+from portal.core.forms import BoundedForm
 
 
-class ApiTokenForm(forms.Form):
+class ApiTokenForm(BoundedForm):
     """A new personal API token: a name to recognise it by, and how long it lives."""
 
     name = forms.CharField(
@@ -13,7 +14,7 @@ class ApiTokenForm(forms.Form):
     expires_in_days = forms.TypedChoiceField(label="Expires in", coerce=int)
 
     def __init__(self, *args: object, choices: list[int], default: int, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(*args, **kwargs)
         field = self.fields["expires_in_days"]
         field.choices = [(days, f"{days} days") for days in choices]  # type: ignore[attr-defined]
         field.initial = default if default in choices else choices[-1]

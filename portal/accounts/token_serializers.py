@@ -7,6 +7,8 @@ from portal.accounts.tokens import (
     api_token_default_days,
     api_token_max_days,
 )
+from portal.core.serializers import StrictFieldsMixin
+from portal.core.validators import INTEGER_MAX
 
 
 class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
@@ -44,10 +46,12 @@ class ApiTokenCreatedSerializer(ApiTokenSerializer):
         read_only_fields = fields
 
 
-class ApiTokenCreateSerializer(serializers.Serializer[ApiToken]):
+class ApiTokenCreateSerializer(StrictFieldsMixin, serializers.Serializer[ApiToken]):
     name = serializers.CharField(max_length=NAME_MAX_LENGTH)
     expires_in_days = serializers.IntegerField(
         required=False,
+        min_value=1,
+        max_value=INTEGER_MAX,
         help_text=f"Days until it expires, 1 to {api_token_max_days()}; "
         f"{api_token_default_days()} when left out.",
     )

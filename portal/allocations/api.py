@@ -127,13 +127,10 @@ class GpuRequestTransition(GenericAPIView[GpuRequest]):
     def post(self, request: Request, pk: int) -> Response:
         user = api_user(request)
         gpu_request = gpu_request_for(user, pk)
-        hours = 0
-        if self.transition == "extend":
-            extend = ExtendSerializer(data=request.data)
-            extend.is_valid(raise_exception=True)
-            hours = extend.validated_data["hours"]
-        comment = CommentSerializer(data=request.data)
+        body_class = ExtendSerializer if self.transition == "extend" else CommentSerializer
+        comment = body_class(data=request.data)
         comment.is_valid(raise_exception=True)
+        hours = comment.validated_data.get("hours", 0)
         done = services.gpu_request_transition(
             actor=user,
             gpu_request=gpu_request,

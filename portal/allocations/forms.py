@@ -2,6 +2,8 @@ from django import forms
 
 from portal.allocations.models import Purpose
 from portal.catalog.models import Offering
+from portal.core.forms import BoundedForm
+from portal.core.validators import INTEGER_MAX, TEXT_MAX_LENGTH
 from tenants.models import Tenant
 
 
@@ -10,22 +12,28 @@ class OfferingChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
         return f"{obj.size} · {obj.backend.name} ({obj.gpu_eq} GPU-eq)"
 
 
-class GpuRequestForm(forms.Form):
+class GpuRequestForm(BoundedForm):
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), to_field_name="slug")
     offering = OfferingChoiceField(
         queryset=Offering.objects.none(), to_field_name="slug", label="GPU and size"
     )
-    count = forms.IntegerField(initial=1, help_text="How many units of the offering")
+    # The lower bounds are the service's to say (it names the field); the upper, the column's.
+    count = forms.IntegerField(
+        initial=1, max_value=INTEGER_MAX, help_text="How many units of the offering"
+    )
     duration_hours = forms.IntegerField(
         label="Duration (hours)",
         required=False,
+        max_value=INTEGER_MAX,
         help_text="Empty: the tenant's default. Longer than its auto-approve hours needs a lead.",
     )
     purpose = forms.ChoiceField(choices=Purpose.choices, initial=Purpose.NOTEBOOK)
-    justification = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    justification = forms.CharField(
+        required=False, max_length=TEXT_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 2})
+    )
 
     def __init__(self, *args: object, tenants: object, offerings: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(*args, **kwargs)
         self.fields["tenant"].queryset = tenants  # type: ignore[attr-defined]
         self.fields["offering"].queryset = offerings  # type: ignore[attr-defined]
 
@@ -37,9 +45,9 @@ class GpuRequestForm(forms.Form):
         return list(groups.items())
 
 
-class DecisionForm(forms.Form):
-    comment = forms.CharField(required=False)
+class DecisionForm(BoundedForm):
+    comment = forms.CharField(required=False, max_length=TEXT_MAX_LENGTH)
 
 
-class ExtendForm(forms.Form):
-    hours = forms.IntegerField(min_value=1)
+class ExtendForm(BoundedForm):
+    hours = forms.IntegerField(min_value=1, max_value=INTEGER_MAX)

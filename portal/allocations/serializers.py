@@ -7,6 +7,8 @@ from portal.allocations.decisions import RequestPath
 from portal.allocations.models import GpuRequest, Purpose
 from portal.allocations.selectors import GpuRequestPreview, PriceQuote
 from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
+from portal.core.serializers import StrictFieldsMixin
+from portal.core.validators import INTEGER_MAX, TEXT_MAX_LENGTH
 
 
 class GpuRequestSerializer(serializers.ModelSerializer[GpuRequest]):
@@ -55,21 +57,29 @@ class GpuRequestDetailSerializer(GpuRequestSerializer):
         return ProvisioningRunBriefSerializer(runs, many=True).data
 
 
-class GpuRequestInputSerializer(serializers.Serializer[GpuRequest]):
-    tenant = serializers.SlugField()
-    offering = serializers.SlugField()
-    count = serializers.IntegerField()
-    duration_hours = serializers.IntegerField(required=False)
+class GpuRequestInputSerializer(StrictFieldsMixin, serializers.Serializer[GpuRequest]):
+    multiline_fields = ("justification",)
+
+    tenant = serializers.SlugField(max_length=61)
+    offering = serializers.SlugField(max_length=61)
+    count = serializers.IntegerField(min_value=1, max_value=INTEGER_MAX)
+    duration_hours = serializers.IntegerField(required=False, min_value=1, max_value=INTEGER_MAX)
     purpose = serializers.ChoiceField(choices=Purpose.choices, default=Purpose.NOTEBOOK)
-    justification = serializers.CharField(required=False, allow_blank=True, default="")
+    justification = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=TEXT_MAX_LENGTH
+    )
 
 
-class CommentSerializer(serializers.Serializer[GpuRequest]):
-    comment = serializers.CharField(required=False, allow_blank=True, default="")
+class CommentSerializer(StrictFieldsMixin, serializers.Serializer[GpuRequest]):
+    multiline_fields = ("comment",)
+
+    comment = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=TEXT_MAX_LENGTH
+    )
 
 
 class ExtendSerializer(CommentSerializer):
-    hours = serializers.IntegerField()
+    hours = serializers.IntegerField(min_value=1, max_value=INTEGER_MAX)
 
 
 class PriceQuoteSerializer(serializers.Serializer[PriceQuote]):

@@ -63,6 +63,7 @@ from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
 from portal.core.pagination import PagePagination
+from portal.core.serializers import body_fields_refuse
 
 LINE_FORMATS = ("json", *FORMATS)
 
@@ -283,6 +284,7 @@ class PeriodClose(GenericAPIView[Period]):
     )
     @idempotent_post
     def post(self, request: Request, month: str) -> Response:
+        body_fields_refuse(request.data)
         actor = _sees_periods(api_user(request))
         period = services.period_close(actor=actor, month=month_of(month, field="period"))
         return _period_answer(actor, period)

@@ -20,6 +20,7 @@ from portal.billing.models import Budget, BudgetUnit
 from portal.billing.serializers import MonthField
 from portal.core.errors import PermissionDenied
 from portal.core.http import api_user
+from portal.core.serializers import StrictFieldsMixin
 
 
 @extend_schema_field({"type": "string", "example": "1500.00", "pattern": r"^\d{1,16}(\.\d{1,2})?$"})
@@ -88,11 +89,12 @@ class BudgetSerializer(serializers.ModelSerializer[Budget]):
         return dict(BudgetStatusSerializer(budget_status(budget)).data)
 
 
-class BudgetInputSerializer(serializers.Serializer[Any]):
+class BudgetInputSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
     unit = serializers.ChoiceField(choices=BudgetUnit.choices)
     amount = AmountField(help_text='a string, e.g. "1500.00"; more than 0')
     currency = serializers.RegexField(
         r"^[A-Z]{3}\Z",
+        max_length=3,
         required=False,
         allow_blank=True,
         default="",

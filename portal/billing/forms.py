@@ -11,6 +11,8 @@ from portal.billing.models import BudgetUnit
 from portal.billing.selectors import month_of
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.core.errors import ValidationFailed
+from portal.core.forms import BoundedForm
+from portal.core.validators import TEXT_MAX_LENGTH
 
 SORTS = {
     "tenant": "Tenant",
@@ -28,7 +30,7 @@ class MonthInput(forms.TextInput):
     input_type = "month"
 
 
-class ChargebackFilterForm(forms.Form):
+class ChargebackFilterForm(BoundedForm):
     """`period` (YYYY-MM), `cost_centre` (one of the tenants' the user sees, or all) and
     `sort` (a column, `-` for descending)."""
 
@@ -50,15 +52,15 @@ class ChargebackFilterForm(forms.Form):
             raise forms.ValidationError(error.fields["period"]) from error
 
 
-class PeriodReopenForm(forms.Form):
+class PeriodReopenForm(BoundedForm):
     reason = forms.CharField(
         label="Reason",
-        max_length=1000,
+        max_length=TEXT_MAX_LENGTH,
         help_text="Why the month is reopened: it stays in the statements' history.",
     )
 
 
-class RateCardForm(forms.Form):
+class RateCardForm(BoundedForm):
     gpu_model = forms.ModelChoiceField(
         label="GPU model", queryset=GpuModel.objects.order_by("name"), to_field_name="slug"
     )
@@ -96,7 +98,7 @@ class RateCardForm(forms.Form):
     )
 
 
-class BudgetForm(forms.Form):
+class BudgetForm(BoundedForm):
     unit = forms.ChoiceField(label="Budget in", choices=BudgetUnit.choices)
     amount = forms.DecimalField(
         label="Amount a month", max_digits=18, decimal_places=2, min_value=Decimal("0.01")

@@ -12,6 +12,8 @@ from rest_framework import serializers
 from portal.billing.models import Basis, Period, PeriodState, RateCard
 from portal.billing.selectors import HistoryEntry, LineView, StatementView
 from portal.catalog.models import GpuModel, SharingBackend
+from portal.core.serializers import StrictFieldsMixin
+from portal.core.validators import TEXT_MAX_LENGTH
 
 # The columns of a statement's lines, in the order the CSV writes them (README: "Chargeback").
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,61}")
@@ -78,7 +80,7 @@ class CatalogSlugField(serializers.SlugRelatedField):  # type: ignore[type-arg]
         return super().to_internal_value(data)
 
 
-class RateCardInputSerializer(serializers.Serializer[Any]):
+class RateCardInputSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
     """A new price from `effective_from` on (cards are never edited: a new price is a new card)."""
 
     gpu_model = CatalogSlugField(
@@ -94,6 +96,7 @@ class RateCardInputSerializer(serializers.Serializer[Any]):
     )
     currency = serializers.RegexField(
         r"^[A-Z]{3}\Z",
+        max_length=3,
         error_messages={"invalid": "Three capital letters (ISO 4217), e.g. EUR."},
         help_text="ISO 4217, e.g. EUR",
     )
@@ -274,7 +277,9 @@ class PeriodDetailSerializer(serializers.Serializer[Any]):
     statements = PeriodStatementSerializer(many=True)
 
 
-class ReopenSerializer(serializers.Serializer[Any]):
+class ReopenSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
+    multiline_fields = ("reason",)
+
     reason = serializers.CharField(
-        max_length=2000, help_text="why the month is reopened (kept in the audit)"
+        max_length=TEXT_MAX_LENGTH, help_text="why the month is reopened (kept in the audit)"
     )

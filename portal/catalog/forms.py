@@ -5,6 +5,8 @@ from typing import Any
 from django import forms
 
 from portal.catalog.models import GpuModel, SharingBackend
+from portal.core.forms import BoundedForm
+from portal.core.validators import INTEGER_MAX, LINE_MAX_LENGTH, TEXT_MAX_LENGTH
 
 
 class KeyValueLinesField(forms.CharField):
@@ -43,11 +45,11 @@ class CommaListField(forms.CharField):
         return value
 
 
-class GpuModelForm(forms.Form):
+class GpuModelForm(BoundedForm):
     slug = forms.CharField(max_length=61)
     name = forms.CharField(max_length=100)
     vendor = forms.CharField(max_length=32, initial="NVIDIA")
-    memory_mib = forms.IntegerField(label="Memory (MiB)", min_value=1)
+    memory_mib = forms.IntegerField(label="Memory (MiB)", min_value=1, max_value=INTEGER_MAX)
     node_label_key = forms.CharField(max_length=253, initial="nvidia.com/gpu.product")
     node_label_value = forms.CharField(
         max_length=63, help_text="As GPU feature discovery writes it, e.g. NVIDIA-A100-SXM4-80GB"
@@ -55,14 +57,16 @@ class GpuModelForm(forms.Form):
     enabled = forms.BooleanField(required=False, initial=True)
 
 
-class SharingBackendForm(forms.Form):
+class SharingBackendForm(BoundedForm):
     slug = forms.CharField(max_length=61)
     name = forms.CharField(max_length=100)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = forms.CharField(
+        required=False, max_length=TEXT_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 2})
+    )
     memory_isolation = forms.BooleanField(required=False)
 
 
-class OfferingForm(forms.Form):
+class OfferingForm(BoundedForm):
     slug = forms.CharField(max_length=61)
     name = forms.CharField(max_length=100)
     gpu_model = forms.ModelChoiceField(
@@ -79,12 +83,14 @@ class OfferingForm(forms.Form):
     annotations = KeyValueLinesField(
         required=False, help_text="Pod annotations, one per line: nvidia.com/use-gputype=A100"
     )
-    gpu_eq = forms.CharField(label="GPU-eq per unit", help_text="Exact: 1, 0.25 or 1/7")
-    max_units_per_workload = forms.IntegerField(min_value=1, required=False)
+    gpu_eq = forms.CharField(
+        max_length=40, label="GPU-eq per unit", help_text="Exact: 1, 0.25 or 1/7"
+    )
+    max_units_per_workload = forms.IntegerField(min_value=1, max_value=INTEGER_MAX, required=False)
     enabled = forms.BooleanField(required=False, initial=True)
 
 
-class GpuPoolForm(forms.Form):
+class GpuPoolForm(BoundedForm):
     cluster = forms.CharField(max_length=63, initial="default")
     name = forms.CharField(max_length=63)
     gpu_model = forms.ModelChoiceField(
@@ -93,11 +99,11 @@ class GpuPoolForm(forms.Form):
     backend = forms.ModelChoiceField(
         queryset=SharingBackend.objects.all(), to_field_name="slug", label="Sharing backend"
     )
-    node_count = forms.IntegerField(min_value=0, initial=0)
-    gpus_per_node = forms.IntegerField(min_value=1, initial=8)
+    node_count = forms.IntegerField(min_value=0, max_value=INTEGER_MAX, initial=0)
+    gpus_per_node = forms.IntegerField(min_value=1, max_value=INTEGER_MAX, initial=8)
 
 
-class NotebookImageForm(forms.Form):
+class NotebookImageForm(BoundedForm):
     slug = forms.CharField(max_length=61)
     name = forms.CharField(max_length=100, help_text="As developers see it: PyTorch (CUDA 12)")
     image = forms.CharField(
@@ -105,9 +111,12 @@ class NotebookImageForm(forms.Form):
         help_text="A Jupyter Docker Stacks image or one built on them, with a pinned tag: "
         "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-17",
     )
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    description = forms.CharField(
+        required=False, max_length=TEXT_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 2})
+    )
     vendors = CommaListField(
         required=False,
+        max_length=LINE_MAX_LENGTH,
         label="GPU vendors",
         help_text="Comma-separated, as the GPU models name them: NVIDIA, AMD; empty for every "
         "vendor",

@@ -6,6 +6,7 @@ A GPU-eq value is a `fractions.Fraction`. A model stores it in two integer colum
 few distinct ones) and the per-denominator sums are added exactly in Python.
 """
 
+import re
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
@@ -15,6 +16,8 @@ from typing import Any
 from django.db import models
 from django.db.models import QuerySet, Sum
 
+from portal.core.validators import BIGINT_MAX
+
 GpuEqInput = Fraction | int | str | Decimal
 
 
@@ -22,19 +25,71 @@ class GpuEqError(ValueError):
     """The text or number is not a GPU-eq amount."""
 
 
+# What a person may write as a GPU-eq amount, judged on the text before any arithmetic: an
+# exponent such as 1e999999999 would otherwise make Fraction build a number of a billion digits.
+GPU_EQ_MAX = 10**6  # GPU-eq in one amount: beyond any cluster
+GPU_EQ_MAX_DENOMINATOR = 10**6  # 1/1000000, or six decimals
+_GPU_EQ_TEXT = re.compile(r"\+?(\d{1,7}(\.\d{1,6})?|\.\d{1,6})", re.ASCII)
+_GPU_EQ_FRACTION = re.compile(r"\+?(?P<num>\d{1,13})\s*/\s*(?P<den>\d{1,7})", re.ASCII)
+_LIMITS = (
+    f"at most {GPU_EQ_MAX} GPU-eq, with at most 6 decimals or a denominator of at most "
+    f"{GPU_EQ_MAX_DENOMINATOR}"
+)
+
+
+def _bounded(amount: Fraction) -> Fraction:
+    if amount < 0:
+        raise GpuEqError("a GPU-eq amount cannot be negative")
+    if amount > GPU_EQ_MAX or amount.denominator > GPU_EQ_MAX_DENOMINATOR:
+        raise GpuEqError(f"a GPU-eq amount is {_LIMITS}")
+    return amount
+
+
+def _text_parse(text: str) -> Fraction:
+    text = text.strip()
+    if len(text) > 40:
+        raise GpuEqError(f"a GPU-eq amount is {_LIMITS}")
+    if text.startswith("-") and len(text) > 1 and (text[1].isdigit() or text[1] == "."):
+        raise GpuEqError("a GPU-eq amount cannot be negative")
+    if _GPU_EQ_TEXT.fullmatch(text):
+        return Fraction(text.lstrip("+"))
+    match = _GPU_EQ_FRACTION.fullmatch(text)
+    if match is None:
+        raise GpuEqError(f"{text!r} is not a number or a fraction like 1/7")
+    if int(match["den"]) == 0:
+        raise GpuEqError("a fraction cannot have 0 below the line")
+    return Fraction(int(match["num"]), int(match["den"]))
+
+
 def gpu_eq_parse(value: GpuEqInput) -> Fraction:
-    """A GPU-eq from `3`, `"1/7"`, `"0.25"` or a Decimal; never from a float."""
+    """A GPU-eq from `3`, `"1/7"`, `"0.25"` or a Decimal; never from a float.
+
+    Input people write (text, int, Decimal) is bounded before any arithmetic: at most
+    GPU_EQ_MAX, at most 6 decimals or a denominator of at most GPU_EQ_MAX_DENOMINATOR; a
+    Fraction (a computed amount) need only fit the two bigint columns.
+    """
     if isinstance(value, bool):
         raise GpuEqError("a GPU-eq amount is a number, not true or false")
     if isinstance(value, float):
         raise GpuEqError("GPU-eq amounts are exact: give a fraction like 1/7 or a decimal string")
-    try:
-        amount = Fraction(value.strip() if isinstance(value, str) else value)
-    except (ValueError, ZeroDivisionError, TypeError):
-        raise GpuEqError(f"{value!r} is not a number or a fraction like 1/7") from None
-    if amount < 0:
-        raise GpuEqError("a GPU-eq amount cannot be negative")
-    return amount
+    if isinstance(value, Fraction):
+        if value < 0:
+            raise GpuEqError("a GPU-eq amount cannot be negative")
+        if max(value.numerator, value.denominator) > BIGINT_MAX:
+            raise GpuEqError("the GPU-eq amount is too large to store")
+        return value
+    if isinstance(value, str):
+        return _bounded(_text_parse(value))
+    if isinstance(value, int):
+        return _bounded(Fraction(value))
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise GpuEqError(f"{value} is not a number")
+        # The digits and exponent, before Fraction multiplies anything out.
+        if value.adjusted() > len(str(GPU_EQ_MAX)) or value.as_tuple().exponent < -6:  # type: ignore[operator]
+            raise GpuEqError(f"a GPU-eq amount is {_LIMITS}")
+        return _bounded(Fraction(value))
+    raise GpuEqError(f"{value!r} is not a number or a fraction like 1/7")
 
 
 def gpu_eq_text(value: Fraction) -> str:

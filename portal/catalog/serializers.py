@@ -7,6 +7,8 @@ from rest_framework import serializers
 
 from portal.catalog.gpu_eq import GpuEqError, gpu_eq_display, gpu_eq_parse
 from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering, SharingBackend
+from portal.core.serializers import StrictFieldsMixin
+from portal.core.validators import LINE_MAX_LENGTH
 
 
 @extend_schema_field(
@@ -41,7 +43,7 @@ class GpuEqDisplayField(serializers.Field):  # type: ignore[type-arg]
         return gpu_eq_display(value)
 
 
-class GpuModelSerializer(serializers.ModelSerializer[GpuModel]):
+class GpuModelSerializer(StrictFieldsMixin, serializers.ModelSerializer[GpuModel]):
     class Meta:
         model = GpuModel
         fields = (
@@ -49,13 +51,16 @@ class GpuModelSerializer(serializers.ModelSerializer[GpuModel]):
         )  # fmt: skip
 
 
-class OfferingSerializer(serializers.ModelSerializer[Offering]):
+class OfferingSerializer(StrictFieldsMixin, serializers.ModelSerializer[Offering]):
     gpu_model = serializers.SlugRelatedField(slug_field="slug", queryset=GpuModel.objects.all())
     backend = serializers.SlugRelatedField(slug_field="slug", queryset=SharingBackend.objects.all())
     gpu_eq = GpuEqField()
     gpu_eq_display = GpuEqDisplayField(source="gpu_eq")
-    resources = serializers.DictField(child=serializers.CharField())
-    annotations = serializers.DictField(child=serializers.CharField(), required=False)
+    # Quantities are short (`1`, `10Gi`); annotation values are one line each.
+    resources = serializers.DictField(child=serializers.CharField(max_length=64))
+    annotations = serializers.DictField(
+        child=serializers.CharField(max_length=LINE_MAX_LENGTH), required=False
+    )
 
     class Meta:
         model = Offering
@@ -65,13 +70,15 @@ class OfferingSerializer(serializers.ModelSerializer[Offering]):
         )  # fmt: skip
 
 
-class SharingBackendSerializer(serializers.ModelSerializer[SharingBackend]):
+class SharingBackendSerializer(StrictFieldsMixin, serializers.ModelSerializer[SharingBackend]):
+    multiline_fields = ("description",)
+
     class Meta:
         model = SharingBackend
         fields = ("slug", "name", "description", "memory_isolation")
 
 
-class GpuPoolSerializer(serializers.ModelSerializer[GpuPool]):
+class GpuPoolSerializer(StrictFieldsMixin, serializers.ModelSerializer[GpuPool]):
     cluster = serializers.CharField(
         max_length=63, help_text="The name of a registered cluster (clusters/)"
     )
@@ -85,10 +92,13 @@ class GpuPoolSerializer(serializers.ModelSerializer[GpuPool]):
         validators: list[Any] = []
 
 
-class NotebookImageSerializer(serializers.ModelSerializer[NotebookImage]):
+class NotebookImageSerializer(StrictFieldsMixin, serializers.ModelSerializer[NotebookImage]):
+    multiline_fields = ("description",)
+
     vendors = serializers.ListField(
-        child=serializers.CharField(),
+        child=serializers.CharField(max_length=32),
         required=False,
+        max_length=20,
         help_text='GPU vendors the image suits, as GPU models name them ("NVIDIA", "AMD"), '
         "matched case-insensitively; empty for every vendor",
     )

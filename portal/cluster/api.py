@@ -30,6 +30,7 @@ from portal.core.errors import ValidationFailed
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
+from portal.core.serializers import body_fields_refuse
 
 
 class ProvisioningRunList(ListModelMixin, GenericAPIView[ProvisioningRun]):
@@ -65,6 +66,7 @@ class ProvisioningRunRetry(GenericAPIView[ProvisioningRun]):
     @extend_schema(request=None, responses={202: ProvisioningRunDetailSerializer})
     @idempotent_post
     def post(self, request: Request, pk: int) -> Response:
+        body_fields_refuse(request.data)
         user = api_user(request)
         run = provisioning_run_for(user, pk)
         retried = services.provisioning_run_retry(actor=user, run=run)

@@ -6,6 +6,7 @@ from portal.allocations.models import GpuRequest
 from portal.catalog.serializers import GpuEqField
 from portal.cluster.models import Cluster, NodeCapacity, ProvisioningResult, ProvisioningRun
 from portal.cluster.selectors import CapacityRow
+from portal.core.serializers import StrictFieldsMixin
 
 
 class ProvisioningResultSerializer(serializers.ModelSerializer[ProvisioningResult]):
@@ -47,7 +48,7 @@ class NodeSerializer(serializers.ModelSerializer[NodeCapacity]):
         read_only_fields = fields
 
 
-class ClusterSerializer(serializers.ModelSerializer[Cluster]):
+class ClusterSerializer(StrictFieldsMixin, serializers.ModelSerializer[Cluster]):
     applies = serializers.BooleanField(
         read_only=True, help_text="Whether runs apply (false: dry-run, by the cluster or globally)"
     )

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -49,6 +50,18 @@ def _field_messages(detail: Any) -> dict[str, Any]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """The envelope for every error a DRF view raises, always rendered as JSON (even by a view
+    that renders YAML, HTML or CSV on success). Anything else is left to Django, which logs it
+    and answers 500 `server_error` in the envelope (portal.core.views.server_error)."""
+    response = _envelope(exc, context)
+    request = context.get("request")
+    if response is not None and request is not None:
+        request.accepted_renderer = JSONRenderer()
+        request.accepted_media_type = JSONRenderer.media_type
+    return response
+
+
+def _envelope(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ApplicationError):
         return error_response(
             status_code=exc.status, code=exc.code, message=exc.message, fields=exc.fields

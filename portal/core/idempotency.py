@@ -9,12 +9,13 @@ until the first commits, then replays its answer.
 import functools
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
@@ -23,6 +24,7 @@ from rest_framework.views import APIView
 
 from portal.core.errors import Conflict, ValidationFailed
 from portal.core.models import IdempotencyKey
+from portal.core.validators import control_characters_problem
 
 KEY_HEADER = "Idempotency-Key"
 KEY_LIFETIME = timedelta(hours=24)
@@ -42,7 +44,18 @@ def idempotent(request: Request, endpoint: str, write: Callable[[], Response]) -
         raise ValidationFailed(
             f"{KEY_HEADER} is too long.", fields={KEY_HEADER: ["At most 255 characters."]}
         )
-    body_hash = _body_hash(dict(request.data))
+    if control_characters_problem(key):
+        raise ValidationFailed(
+            f"{KEY_HEADER} holds control characters.",
+            fields={KEY_HEADER: ["Control characters are not allowed here."]},
+        )
+    body = request.data
+    if not isinstance(body, Mapping):
+        # A list, a number, a string or null cannot be the write's fields; say so, don't hash it.
+        raise ValidationFailed.on(
+            "body", _("With %(header)s the body must be a JSON object.") % {"header": KEY_HEADER}
+        )
+    body_hash = _body_hash(dict(body))
     with transaction.atomic():
         record, created = IdempotencyKey.objects.select_for_update().get_or_create(
             user=request.user,  # type: ignore[misc]

@@ -2,11 +2,20 @@ import re
 import uuid
 from collections.abc import Callable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from portal.core.audit import origin_of, request_origin
+from portal.core.http import envelope_json
+from portal.core.parsers import RequestTooLarge, too_large_message
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+API_PREFIX = "/api/"
+
+
+def is_api_request(request: HttpRequest) -> bool:
+    """Under `/api/`: errors answer the JSON envelope there, HTML pages everywhere else."""
+    return request.path_info.startswith(API_PREFIX) or request.path_info == API_PREFIX[:-1]
 
 
 class RequestIdMiddleware:
@@ -24,3 +33,27 @@ class RequestIdMiddleware:
             response = self.get_response(request)
         response["X-Request-ID"] = request_id
         return response
+
+
+class ApiBodyLimitMiddleware:
+    """Refuses an API request whose Content-Length is over PORTAL_API_MAX_BODY_BYTES with 413
+    `too_large` in the error envelope, before sessions, CSRF or a parser read a byte of it.
+    A body sent without a length is bounded by the parser (portal/core/parsers.py)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_api_request(request):
+            limit: int = settings.PORTAL_API_MAX_BODY_BYTES
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0  # Django reads an unreadable length as no body at all
+            if length > limit:
+                return envelope_json(
+                    status=RequestTooLarge.status_code,
+                    code=RequestTooLarge.default_code,
+                    message=too_large_message(limit),
+                )
+        return self.get_response(request)

@@ -1,18 +1,23 @@
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template import loader
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from portal.core.filters import AuditEventFilter
 from portal.core.health import readiness_problems
-from portal.core.http import AuthenticatedHttpRequest
+from portal.core.http import AuthenticatedHttpRequest, envelope_json
 from portal.core.metrics import metrics_allowed
+from portal.core.middleware import is_api_request
 from portal.core.navigation import start_url_for
 from portal.core.pages import error_page
+from portal.core.parsers import RequestTooLarge, too_large_message
 from portal.core.selectors import audit_events_for
 
 AUDIT_PER_PAGE = 50
@@ -53,17 +58,48 @@ def start(request: HttpRequest) -> HttpResponse:
     return redirect(start_url_for(request.user))
 
 
+# Django's error handlers. Under /api/ they answer the JSON error envelope (a route that does not
+# exist, a body Django refuses, anything a view let escape); every other path keeps its page.
+
+
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    return error_page(
-        request, status=400, title="Bad request", message="The request could not be understood."
+    if not is_api_request(request):
+        return error_page(
+            request, status=400, title="Bad request", message="The request could not be understood."
+        )
+    if isinstance(exception, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0
+        return envelope_json(
+            status=RequestTooLarge.status_code,
+            code=RequestTooLarge.default_code,
+            message=too_large_message(limit),
+        )
+    if isinstance(exception, TooManyFieldsSent | TooManyFilesSent):
+        return envelope_json(
+            status=400,
+            code="too_many_fields",
+            message=_("The request has more fields or files than this API accepts."),
+        )
+    return envelope_json(
+        status=400, code="bad_request", message=_("The request could not be understood.")
     )
 
 
 def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api_request(request):
+        return envelope_json(
+            status=403, code="permission_denied", message=_("You may not do this here.")
+        )
     return error_page(request, status=403, title="Not allowed", message="You may not do this here.")
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api_request(request):
+        return envelope_json(
+            status=404,
+            code="not_found",
+            message=_("There is nothing here, or nothing you have access to."),
+        )
     return error_page(
         request,
         status=404,
@@ -73,6 +109,18 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    if is_api_request(request):
+        # No details: the exception is in the server's log (django.request), under this id.
+        request_id = getattr(request, "request_id", "") or _("none")
+        return envelope_json(
+            status=500,
+            code="server_error",
+            message=_(
+                "Something went wrong on our side. If it persists, report it with "
+                "request id %(request_id)s."
+            )
+            % {"request_id": request_id},
+        )
     # Rendered without the request context: the failure may be in a context processor.
     body = loader.get_template("errors/500.html").render({})
     return HttpResponse(body, status=500)

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
+from portal.core.serializers import body_fields_refuse
 from portal.directory import services
 from portal.directory.filters import DirectoryChangeFilter
 from portal.directory.models import DirectoryChange, DirectoryReport
@@ -53,6 +54,7 @@ class DirectoryChangeRetry(GenericAPIView[DirectoryChange]):
     @extend_schema(request=None, responses={202: DirectoryChangeSerializer})
     @idempotent_post
     def post(self, request: Request, pk: int) -> Response:
+        body_fields_refuse(request.data)
         user = api_user(request)
         change = directory_change_for(user, pk)
         retried = services.directory_change_retry(actor=user, change_id=change.pk)
@@ -78,6 +80,7 @@ class DirectoryReconcile(GenericAPIView[Any]):
     @extend_schema(request=None, responses={202: ReconcileQueuedSerializer})
     @idempotent_post
     def post(self, request: Request) -> Response:
+        body_fields_refuse(request.data)
         services.directory_reconcile_request(actor=api_user(request))
         body = {"queued": True, "detail": "The report appears in directory/reports/."}
         return Response(body, status=status.HTTP_202_ACCEPTED)

@@ -15,6 +15,7 @@ from portal.core.errors import ValidationFailed
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
+from portal.core.serializers import body_fields_refuse
 from portal.workloads import services
 from portal.workloads.filters import NotebookFilter
 from portal.workloads.models import Notebook
@@ -98,6 +99,7 @@ class NotebookAction(GenericAPIView[Notebook]):
     @extend_schema(request=None, responses=NotebookDetailSerializer)
     @idempotent_post
     def post(self, request: Request, pk: int) -> Response:
+        body_fields_refuse(request.data)
         user = api_user(request)
         notebook = notebook_for(user, pk)
         if self.action_name == "start":

@@ -6,6 +6,7 @@ from portal.allocations.forms import GpuRequestForm
 from portal.allocations.models import GpuRequest
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import NotebookImage
+from portal.core.validators import INTEGER_MAX
 
 
 class LaunchForm(GpuRequestForm):
@@ -24,10 +25,19 @@ class LaunchForm(GpuRequestForm):
     name = forms.CharField(
         required=False, max_length=40, help_text="Lowercase letters, digits and hyphens."
     )
-    cpu_cores = forms.CharField(label="CPU cores", initial="4")
-    memory_gib = forms.IntegerField(label="Memory (GiB)", initial=16, min_value=1)
+    # As the notebook's column stores it: up to 999.999 cores.
+    cpu_cores = forms.DecimalField(
+        label="CPU cores", initial="4", max_digits=6, decimal_places=3, min_value=0
+    )
+    memory_gib = forms.IntegerField(
+        label="Memory (GiB)", initial=16, min_value=1, max_value=INTEGER_MAX
+    )
     workspace_gib = forms.IntegerField(
-        label="Workspace (GiB)", initial=20, min_value=1, help_text="Kept when the notebook stops."
+        label="Workspace (GiB)",
+        initial=20,
+        min_value=1,
+        max_value=INTEGER_MAX,
+        help_text="Kept when the notebook stops.",
     )
     field_order = ["allocation", "tenant", "offering", "count", "duration_hours", "justification"]
 

@@ -1,3 +1,4 @@
+from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -5,6 +6,8 @@ from rest_framework import serializers
 
 from portal.allocations.serializers import ProvisioningRunBriefSerializer
 from portal.catalog.serializers import GpuEqDisplayField
+from portal.core.serializers import StrictFieldsMixin
+from portal.core.validators import BIGINT_MAX, INTEGER_MAX, TEXT_MAX_LENGTH
 from portal.workloads.models import Notebook
 from portal.workloads.selectors import notebook_runs
 
@@ -54,17 +57,28 @@ class NotebookDetailSerializer(NotebookSerializer):
         return ProvisioningRunBriefSerializer(notebook_runs(notebook, limit=10), many=True).data
 
 
-class NotebookLaunchSerializer(serializers.Serializer[Notebook]):
+class NotebookLaunchSerializer(StrictFieldsMixin, serializers.Serializer[Notebook]):
     """Launch on `allocation`, or request `count` x `offering` in `tenant` and launch on it."""
 
-    image = serializers.SlugField()
-    allocation = serializers.IntegerField(required=False)
-    tenant = serializers.SlugField(required=False)
-    offering = serializers.SlugField(required=False)
-    count = serializers.IntegerField(required=False, default=1)
-    duration_hours = serializers.IntegerField(required=False)
-    justification = serializers.CharField(required=False, allow_blank=True, default="")
-    name = serializers.CharField(required=False, allow_blank=True, default="")
-    cpu_cores = serializers.CharField(required=False, default="4")
-    memory_gib = serializers.CharField(required=False, default="16")
-    workspace_gib = serializers.CharField(required=False, default="20")
+    multiline_fields = ("justification",)
+
+    image = serializers.SlugField(max_length=61)
+    allocation = serializers.IntegerField(required=False, min_value=1, max_value=BIGINT_MAX)
+    tenant = serializers.SlugField(required=False, max_length=61)
+    offering = serializers.SlugField(required=False, max_length=61)
+    count = serializers.IntegerField(required=False, default=1, min_value=1, max_value=INTEGER_MAX)
+    duration_hours = serializers.IntegerField(required=False, min_value=1, max_value=INTEGER_MAX)
+    justification = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=TEXT_MAX_LENGTH
+    )
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=40)
+    # As the notebook's columns store them (the service checks the portal's and tenant's limits).
+    cpu_cores = serializers.DecimalField(
+        max_digits=6, decimal_places=3, min_value=Decimal(0), required=False, default=Decimal(4)
+    )
+    memory_gib = serializers.IntegerField(
+        required=False, default=16, min_value=1, max_value=INTEGER_MAX
+    )
+    workspace_gib = serializers.IntegerField(
+        required=False, default=20, min_value=1, max_value=INTEGER_MAX
+    )

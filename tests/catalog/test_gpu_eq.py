@@ -1,4 +1,5 @@
 import random
+import time
 from collections import defaultdict
 from decimal import Decimal
 from fractions import Fraction
@@ -7,6 +8,8 @@ import pytest
 
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.catalog.gpu_eq import (
+    GPU_EQ_MAX,
+    GPU_EQ_MAX_DENOMINATOR,
     GpuEqError,
     gpu_eq_display,
     gpu_eq_parse,
@@ -116,6 +119,26 @@ def test_gpu_eq_parses_exact_amounts(text, value) -> None:
 def test_gpu_eq_refuses_floats_negatives_and_junk(text) -> None:
     with pytest.raises(GpuEqError):
         gpu_eq_parse(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1e999999999", "1/1e99999", "1e-999999999", Decimal("1e999999999"), Decimal("1e-999999999"),
+     "9" * 5000, 10**30, "1000001", "0.0000001", "1/10000001", "Infinity", "0x10", "1_0", "\u0661"],
+)  # fmt: skip
+def test_gpu_eq_refuses_amounts_beyond_its_bounds_before_computing_them(text) -> None:
+    started = time.monotonic()
+    with pytest.raises(GpuEqError):
+        gpu_eq_parse(text)
+    assert time.monotonic() - started < 0.1
+
+
+def test_gpu_eq_bounds_hold_a_million_gpus_and_six_decimals() -> None:
+    assert gpu_eq_parse("1000000") == GPU_EQ_MAX
+    assert gpu_eq_parse("0.000001") == Fraction(1, GPU_EQ_MAX_DENOMINATOR)
+    assert gpu_eq_parse("22/7") == Fraction(22, 7)
+    # A computed amount (a request of many units) need only fit the columns.
+    assert gpu_eq_parse(Fraction(10**12, 7)) == Fraction(10**12, 7)
 
 
 @pytest.mark.parametrize(

@@ -57,10 +57,11 @@ def _sizes(
     """CPU, memory and workspace within the portal's limits and the tenant's quota."""
     cpu = _decimal(cpu_cores, "cpu_cores")
     cpu_limit = min(Decimal(settings.PORTAL_NOTEBOOK_MAX_CPU), Decimal(tenant.cpu_cores_quota))
-    if cpu < Decimal("0.1") or cpu != cpu.quantize(Decimal("0.001")):
-        raise ValidationFailed.on("cpu_cores", "Ask for at least 0.1 cores, in steps of 0.001.")
+    # The limit first: quantize() of a number with a huge exponent (1e999999) raises.
     if cpu > cpu_limit:
         raise ValidationFailed.on("cpu_cores", f"At most {cpu_limit} cores per notebook here.")
+    if cpu < Decimal("0.1") or cpu != cpu.quantize(Decimal("0.001")):
+        raise ValidationFailed.on("cpu_cores", "Ask for at least 0.1 cores, in steps of 0.001.")
     memory = _whole(memory_gib, "memory_gib")
     memory_limit = min(settings.PORTAL_NOTEBOOK_MAX_MEMORY_GIB, tenant.memory_gib_quota)
     if not 1 <= memory <= memory_limit:

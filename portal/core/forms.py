@@ -1,0 +1,48 @@
+"""What every page form shares: bounded input.
+
+`BoundedForm` gives each text field a maximum length (its own, or LINE_MAX_LENGTH for one line
+and TEXT_MAX_LENGTH for a textarea), refuses control characters (tab and line breaks too, in
+one-line fields) and bounds whole numbers to an `integer` column unless the field says more.
+NUL and other control characters in any posted field are already refused by the input guard.
+"""
+
+from typing import Any
+
+from django import forms
+from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
+
+from portal.core.validators import (
+    INTEGER_MAX,
+    INTEGER_MIN,
+    LINE_MAX_LENGTH,
+    TEXT_MAX_LENGTH,
+    NoControlCharacters,
+)
+
+
+def form_field_bound(field: forms.Field) -> None:
+    """Bound one form field in place (see BoundedForm)."""
+    if isinstance(field, forms.CharField):
+        multiline = isinstance(field.widget, forms.Textarea)
+        if field.max_length is None:
+            field.max_length = TEXT_MAX_LENGTH if multiline else LINE_MAX_LENGTH
+            field.validators.append(MaxLengthValidator(field.max_length))
+            field.widget.attrs.update(field.widget_attrs(field.widget))
+        field.validators.append(NoControlCharacters(multiline=multiline))
+    elif isinstance(field, forms.IntegerField):
+        if field.max_value is None:
+            field.max_value = INTEGER_MAX
+            field.validators.append(MaxValueValidator(INTEGER_MAX))
+        if field.min_value is None:
+            field.min_value = INTEGER_MIN
+            field.validators.append(MinValueValidator(INTEGER_MIN))
+        field.widget.attrs.update(field.widget_attrs(field.widget))
+
+
+class BoundedForm(forms.Form):
+    """A form whose text and whole-number fields are bounded (module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            form_field_bound(field)
