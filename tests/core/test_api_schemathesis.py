@@ -91,30 +91,33 @@ def world(
     return a100_tenant
 
 
+def _bearer(persona: User) -> Bearer:
+    """The persona's Authorization header. An operation under test may revoke the very token
+    it is called with (`DELETE tokens/{id}/`): the next call then gets a fresh one, so the rest
+    of the run is not all 401s."""
+    current: list[IssuedToken] = []
+
+    def header() -> dict[str, str]:
+        token = current[-1].token if current else None
+        if token is None or not ApiToken.objects.filter(pk=token.pk, revoked_at=None).exists():
+            current.append(api_token_create(actor=persona, name="schemathesis", expires_in_days=1))
+        return {"Authorization": f"Bearer {current[-1].text}"}
+
+    return header
+
+
 @pytest.fixture
-def bearer_of(world: Tenant, unthrottled: None) -> Callable[[User], Bearer]:
-    def bearer(persona: User) -> Bearer:
-        """The persona's Authorization header. An operation under test may revoke the very
-        token it is called with (`DELETE tokens/{id}/`): the next call then gets a fresh one,
-        so the rest of the run is not all 401s."""
-        current: list[IssuedToken] = []
-
-        def header() -> dict[str, str]:
-            token = current[-1].token if current else None
-            if token is None or not ApiToken.objects.filter(pk=token.pk, revoked_at=None).exists():
-                current.append(
-                    api_token_create(actor=persona, name="schemathesis", expires_in_days=1)
-                )
-            return {"Authorization": f"Bearer {current[-1].text}"}
-
-        return header
-
-    return bearer
+def bearers(request: pytest.FixtureRequest, world: Tenant, unthrottled: None) -> dict[str, Bearer]:
+    """Each persona's Authorization header, in PERSONAS' order."""
+    return {name: _bearer(request.getfixturevalue(name)) for name in PERSONAS}
 
 
-def _schema(document: dict[str, Any], base_url: str) -> BaseSchema:
-    schema = schemathesis.openapi.from_dict(document, config=schemathesis.Config.from_str(CONFIG))
-    schema.config.update(base_url=base_url)
+@pytest.fixture
+def api_schema(live_server, schema_document: dict[str, Any]) -> BaseSchema:
+    schema = schemathesis.openapi.from_dict(
+        schema_document, config=schemathesis.Config.from_str(CONFIG)
+    )
+    schema.config.update(base_url=live_server.url)
     return schema
 
 
@@ -126,20 +129,15 @@ def _caller(bearer: Bearer) -> Callable[[AnyCase], None]:
 
 
 def test_every_operation_answers_as_its_schema_says_to_every_persona(
-    live_server,
-    schema_document: dict[str, Any],
-    bearer_of: Callable[[User], Bearer],
-    request: pytest.FixtureRequest,
-    subtests: pytest.Subtests,
+    api_schema: BaseSchema, bearers: dict[str, Bearer], subtests: pytest.Subtests
 ) -> None:
-    schema = _schema(schema_document, live_server.url)
-    for name in PERSONAS:
-        bearer = bearer_of(request.getfixturevalue(name))
-
+    for name, bearer in bearers.items():
         # schemathesis.pytest.from_fixture does what this loop does, but renames the pytest
         # node through an attribute pytest 9.2 no longer has; its builder is used directly.
         built = list(
-            get_all_tests(schema=schema, test_func=_caller(bearer), settings=None, given_kwargs={})
+            get_all_tests(
+                schema=api_schema, test_func=_caller(bearer), settings=None, given_kwargs={}
+            )
         )
         assert len(built) >= 70, "the schema lost its operations"
         for result in built:
@@ -153,14 +151,9 @@ def test_every_operation_answers_as_its_schema_says_to_every_persona(
 
 
 def test_chained_operations_answer_as_their_schema_says_to_every_persona(
-    live_server,
-    schema_document: dict[str, Any],
-    bearer_of: Callable[[User], Bearer],
-    request: pytest.FixtureRequest,
-    subtests: pytest.Subtests,
+    api_schema: BaseSchema, bearers: dict[str, Bearer], subtests: pytest.Subtests
 ) -> None:
-    schema = _schema(schema_document, live_server.url)
-    workflow = schema.as_state_machine()
+    workflow = api_schema.as_state_machine()
     links = [
         name
         for name in dir(workflow)
@@ -168,10 +161,10 @@ def test_chained_operations_answer_as_their_schema_says_to_every_persona(
     ]
     assert len(links) >= 20, "schemathesis found few links between operations to follow"
     settings = hypothesis.settings(
-        schema.config.get_hypothesis_settings(phase="stateful"), max_examples=STATEFUL_SCENARIOS
+        api_schema.config.get_hypothesis_settings(phase="stateful"),
+        max_examples=STATEFUL_SCENARIOS,
     )
-    for name in PERSONAS:
-        bearer = bearer_of(request.getfixturevalue(name))
+    for name, bearer in bearers.items():
 
         class Scenarios(workflow):  # type: ignore[misc,valid-type]
             def get_call_kwargs(self, case: AnyCase, bearer: Bearer = bearer) -> dict[str, Any]:
