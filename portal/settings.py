@@ -372,7 +372,7 @@ AXES_LOCKOUT_CALLABLE = "portal.accounts.views.sign_in_locked_out"
 AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins are not axes' business
 AXES_ENABLE_ADMIN = False  # portal/accounts/admin.py shows the attempts, read-only
 AXES_VERBOSE = False
-AXES_CLIENT_IP_CALLABLE = "portal.accounts.throttle.client_address"
+AXES_CLIENT_IP_CALLABLE = "portal.core.http.client_address"
 
 # Keycloak directory sync: a service account (client credentials) that creates each tenant's
 # groups, sends the portal's membership changes, and reconciles periodically. The server and
@@ -511,7 +511,6 @@ REST_FRAMEWORK = {
     },
     # Anonymous callers are told apart by their address as sign-in throttling sees it: REMOTE_ADDR,
     # or behind PORTAL_TRUSTED_PROXY_COUNT proxies the X-Forwarded-For entry the outermost saw.
-    "NUM_PROXIES": PORTAL_TRUSTED_PROXY_COUNT,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "portal.core.pagination.PagePagination",

@@ -86,8 +86,14 @@ class TenantDetail(GenericAPIView[Tenant]):
         fields: dict[str, Any] = dict(serializer.validated_data)
         state = fields.pop("state", None)
         quotas = fields.pop("quotas", None)
+        force_quotas = fields.pop("force_quotas", False)
         tenant = services.tenant_apply_changes(
-            actor=user, tenant=tenant, fields=fields, state=state, quotas=quotas
+            actor=user,
+            tenant=tenant,
+            fields=fields,
+            state=state,
+            quotas=quotas,
+            force_quotas=force_quotas,
         )
         return _tenant_response(tenant)
 

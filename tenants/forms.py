@@ -1,6 +1,7 @@
 """Forms for the tenant pages. They only parse input; the services validate and write."""
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.catalog.models import GpuModel
@@ -55,6 +56,13 @@ class QuotaForm(BoundedForm):
         queryset=GpuModel.objects.filter(enabled=True), to_field_name="slug", label="GPU model"
     )
     gpu_eq = forms.CharField(max_length=40, label="Quota (GPU-eq)", help_text="e.g. 8, 2.5 or 7/2")
+    force = forms.BooleanField(
+        required=False,
+        label=_("Force below what is held"),
+        help_text=_(
+            "Allocations keep running; nothing new is approved for the model until they fit."
+        ),
+    )
 
 
 class MemberForm(BoundedForm):

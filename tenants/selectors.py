@@ -38,6 +38,13 @@ allocations_held: Slot[Callable[[list[int], int | None], dict[tuple[int, int], F
 )
 
 
+# The allocations holding one model's quota in one tenant, newest first, as (request id,
+# GPU-eq): (tenant id, GPU model id) -> rows. The allocations app fills this slot too.
+allocations_holding: Slot[Callable[[int, int], list[tuple[int, Fraction]]]] = Slot(
+    "allocations holding a quota", filled_by="the allocations app"
+)
+
+
 @dataclass(frozen=True)
 class QuotaLine:
     """One GPU model's quota in a tenant: how much, how much allocations hold, what is left."""
@@ -79,6 +86,21 @@ def gpu_eq_held(tenant: Tenant, gpu_model_id: int) -> Fraction:
     """What the tenant's approved and active allocations of one model hold, exactly (one query)."""
     held = allocations_held.get()([tenant.pk], gpu_model_id)
     return held.get((tenant.pk, gpu_model_id), Fraction(0))
+
+
+def surplus_allocations(tenant: Tenant, gpu_model_id: int, quota: Fraction) -> list[int]:
+    """The newest allocations of one model whose end would bring what the tenant holds back
+    within `quota` (ids; none when it fits): those a quota forced below what is held leaves
+    over it."""
+    holding = allocations_holding.get()(tenant.pk, gpu_model_id)
+    over = sum((gpu_eq for _, gpu_eq in holding), Fraction(0)) - quota
+    surplus = []
+    for pk, gpu_eq in holding:
+        if over <= 0:
+            break
+        surplus.append(pk)
+        over -= gpu_eq
+    return surplus
 
 
 def remaining_gpu_eq(tenant: Tenant, gpu_model: GpuModel) -> Fraction:

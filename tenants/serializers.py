@@ -70,6 +70,13 @@ class TenantPatchSerializer(TenantPolicySerializer):
     cost_centre = serializers.CharField(max_length=64, required=False, allow_blank=True)
     state = serializers.ChoiceField(choices=TenantState.choices, required=False)
     quotas = serializers.DictField(child=GpuEqField(), required=False)
+    force_quotas = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Set quotas below what allocations hold (refused with 409 otherwise): the "
+        "allocations over them are named in the audit event, and nothing new is approved for "
+        "the model until what is held fits.",
+    )
 
     def validate_quotas(self, value: dict[str, Any]) -> dict[GpuModel, Any]:
         models = GpuModel.objects.in_bulk(list(value), field_name="slug")

@@ -7,17 +7,26 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from portal.accounts.groups import tenant_group
 from portal.accounts.models import MemberRole, User
-from portal.catalog.gpu_eq import GpuEqError, GpuEqInput, gpu_eq_parse
+from portal.catalog.gpu_eq import GpuEqError, GpuEqInput, gpu_eq_display, gpu_eq_parse
 from portal.catalog.models import GpuModel
 from portal.core.audit import audit_record, changes_between, snapshot
-from portal.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
+from portal.core.errors import (
+    Conflict,
+    InvalidTransition,
+    NotFound,
+    PermissionDenied,
+    QuotaExceeded,
+    ValidationFailed,
+)
 from portal.core.services import instance_update
 from portal.core.validators import model_problems
 from tenants import signals
 from tenants.models import Membership, Quota, QuotaRequest, QuotaRequestState, Tenant, TenantState
+from tenants.selectors import gpu_eq_held, surplus_allocations
 
 TENANT_FIELDS = (
     "name",
@@ -261,16 +270,57 @@ def membership_remove(
 
 @transaction.atomic
 def quota_set(
-    *, actor: User | None, tenant: Tenant, gpu_model: GpuModel, gpu_eq: GpuEqInput
+    *,
+    actor: User | None,
+    tenant: Tenant,
+    gpu_model: GpuModel,
+    gpu_eq: GpuEqInput,
+    force: bool = False,
 ) -> Quota:
-    """Set the tenant's quota for `gpu_model` to `gpu_eq` GPU-equivalents (0 allowed)."""
+    """Set the tenant's quota for `gpu_model` to `gpu_eq` GPU-equivalents (0 allowed).
+
+    Lowering it below what the tenant's allocations of the model hold raises QuotaExceeded
+    (409) naming the model, what is held and the new value, unless an admin `force`s it: the
+    allocations over the new quota are then named in the audit event, and nothing more is
+    granted for the model (requests, extensions) until they end and what is held fits again.
+    Raising a quota that is still below what is held is allowed: it only gets closer.
+    """
     amount = _gpu_eq_field("gpu_eq", gpu_eq)
+    if force and not (actor is not None and actor.is_portal_admin):
+        raise PermissionDenied(_("Only admins force a quota below what allocations hold."))
     quota = Quota.objects.select_for_update().filter(tenant=tenant, gpu_model=gpu_model).first()
     before = quota.gpu_eq if quota else Fraction(0)
     if quota is None:
         quota = Quota(tenant=tenant, gpu_model=gpu_model)
     if quota.pk is not None and before == amount:
         return quota
+    # The quota row is locked: no request of this model is decided until this commits.
+    held = gpu_eq_held(tenant, gpu_model.pk)
+    changes: dict[str, list[Any]] = {"gpu_eq": [str(before), str(amount)]}
+    comment = ""
+    if amount < held and amount < before:
+        numbers = {
+            "model": gpu_model.name,
+            "tenant": tenant.slug,
+            "held": gpu_eq_display(held),
+            "new": gpu_eq_display(amount),
+        }
+        if not force:
+            message = (
+                _(
+                    "%(model)s: allocations in %(tenant)s hold %(held)s GPU-eq, more than the new "
+                    "quota of %(new)s GPU-eq. Release or revoke allocations first, or force it."
+                )
+                % numbers
+            )
+            raise QuotaExceeded(message, fields={"gpu_eq": [message]})
+        surplus = surplus_allocations(tenant, gpu_model.pk, amount)
+        changes["over_quota_requests"] = [None, surplus]
+        comment = _(
+            "Forced below what allocations hold (%(held)s GPU-eq of %(model)s): requests "
+            "%(requests)s are over the quota of %(new)s GPU-eq; nothing more is granted for "
+            "%(model)s until what is held fits."
+        ) % {**numbers, "requests": ", ".join(str(pk) for pk in surplus)}
     quota.gpu_eq = amount
     quota.save()
     audit_record(
@@ -278,7 +328,8 @@ def quota_set(
         action="quota.set",
         target=quota,
         tenant=tenant,
-        changes={"gpu_eq": [str(before), str(amount)]},
+        changes=changes,
+        comment=comment,
     )
     _bundle_follows(tenant, reason="quota changed", actor=actor)
     return quota
@@ -376,13 +427,22 @@ def tenant_apply_changes(
     fields: dict[str, Any],
     state: str | None = None,
     quotas: dict[GpuModel, GpuEqInput] | None = None,
+    force_quotas: bool = False,
 ) -> Tenant:
     """An admin's combined edit (the API's PATCH): fields, then quotas, then the state change,
-    all or nothing. Each part records its own audit event."""
+    all or nothing. Each part records its own audit event. A quota below what is held is
+    refused as in `quota_set`, on the field `quotas.<model slug>`, unless `force_quotas`."""
     if fields:
         tenant = tenant_update(actor=actor, tenant=tenant, **fields)
     for gpu_model, amount in (quotas or {}).items():
-        quota_set(actor=actor, tenant=tenant, gpu_model=gpu_model, gpu_eq=amount)
+        try:
+            quota_set(
+                actor=actor, tenant=tenant, gpu_model=gpu_model, gpu_eq=amount, force=force_quotas
+            )
+        except (ValidationFailed, QuotaExceeded) as error:
+            raise type(error)(
+                error.message, fields={f"quotas.{gpu_model.slug}": error.fields.get("gpu_eq", [])}
+            ) from None
     if state is not None and state != tenant.state:
         if state not in _STATE_TO_ACTION:
             raise ValidationFailed(

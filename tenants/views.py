@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from portal.accounts.groups import tenant_group
 from portal.accounts.models import MemberRole
-from portal.core.errors import ValidationFailed
+from portal.core.errors import QuotaExceeded, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
 from portal.core.visibility import get_visible_or_404
@@ -38,6 +38,7 @@ from tenants.selectors import (
     quota_lines_for,
     quota_requests_for,
     quota_requests_pending,
+    surplus_allocations,
     tenants_with_members,
 )
 
@@ -123,6 +124,7 @@ def tenant_create(request: AuthenticatedHttpRequest) -> HttpResponse:
 def _detail_context(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[str, Any]:
     user = request.user
     role = role_in(user, tenant)
+    lines = quota_lines(tenant)
     return {
         "tenant": tenant,
         "role": role,
@@ -134,7 +136,12 @@ def _detail_context(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[s
             for role in MemberRole.values
         },
         "can_ask_quota": allows(user, tenant, Access.ASK_QUOTA, role=role),
-        "lines": quota_lines(tenant),
+        "lines": lines,
+        "over_quota": [
+            (line, surplus_allocations(tenant, line.gpu_model.pk, line.quota))
+            for line in lines
+            if line.remaining < 0
+        ],
         "memberships": tenant.memberships.select_related("user").order_by("user__username"),
         "quota_requests": quota_requests_for(tenant)[:20]
         if allows(user, tenant, Access.READ_QUOTA_REQUESTS, role=role)
@@ -161,11 +168,17 @@ def _after_write(request: AuthenticatedHttpRequest, tenant: Tenant, fragment: st
 
 
 def _form_failed(
-    request: AuthenticatedHttpRequest, tenant: Tenant, fragment: str, form_name: str, form: Any
+    request: AuthenticatedHttpRequest,
+    tenant: Tenant,
+    fragment: str,
+    form_name: str,
+    form: Any,
+    *,
+    status: int = 400,
 ) -> HttpResponse:
     context = {**_detail_context(request, tenant), form_name: form}
     template = f"tenants/detail.html#{fragment}" if request.htmx else "tenants/detail.html"
-    return render(request, template, context, status=400)
+    return render(request, template, context, status=status)
 
 
 @login_required
@@ -173,6 +186,7 @@ def _form_failed(
 def quota_set(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     tenant = tenant_for(request.user, slug, Access.ADMIN)
     form = QuotaForm(request.POST)
+    status = 400
     if form.is_valid():
         try:
             services.quota_set(
@@ -180,13 +194,15 @@ def quota_set(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
                 tenant=tenant,
                 gpu_model=form.cleaned_data["gpu_model"],
                 gpu_eq=form.cleaned_data["gpu_eq"],
+                force=form.cleaned_data["force"],
             )
-        except ValidationFailed as error:
+        except (ValidationFailed, QuotaExceeded) as error:
             form_add_error(form, error)
+            status = error.status
         else:
             messages.success(request, f"Quota for {form.cleaned_data['gpu_model']} is set.")
             return _after_write(request, tenant, "quotas")
-    return _form_failed(request, tenant, "quotas", "quota_form", form)
+    return _form_failed(request, tenant, "quotas", "quota_form", form, status=status)
 
 
 @login_required

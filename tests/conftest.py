@@ -45,6 +45,14 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
+@pytest.fixture
+def unthrottled(settings: Any) -> None:
+    """API rates far above what a test sends, for tests that drive hundreds of calls as one
+    caller: they are about the answers; the rate limits are tested on their own."""
+    rates = dict.fromkeys(("token", "user", "anon"), "100000/min")
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
+
+
 # People. Tenant A has a developer and a lead; the outsider is a developer in tenant B.
 
 

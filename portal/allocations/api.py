@@ -80,12 +80,14 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
         )
         body = GpuRequestSerializer(gpu_request).data
         if gpu_request.state == RequestState.REJECTED:
-            # Refused for quota: on record, and a conflict for the caller.
+            # Refused for quota, or for an offering no pool serves: on record, and a conflict
+            # for the caller.
+            unserved = gpu_request.refused_for == "unserved"
             response = error_response(
                 status_code=status.HTTP_409_CONFLICT,
-                code="quota_exceeded",
+                code="offering_unserved" if unserved else "quota_exceeded",
                 message=gpu_request.decision_comment,
-                fields={"count": [gpu_request.decision_comment]},
+                fields={"offering" if unserved else "count": [gpu_request.decision_comment]},
             )
             response.data["request"] = body
             return response

@@ -7,11 +7,18 @@ class AllocationsConfig(AppConfig):
     verbose_name = "GPU requests and allocations"
 
     def ready(self) -> None:
+        from portal.allocations.ledger import allocations_holding as holding_reader
         from portal.allocations.ledger import gpu_eq_held_by
+        from portal.allocations.receivers import allocations_follow_tenant_state
         from portal.core.navigation import nav_register
-        from tenants.selectors import allocations_held
+        from tenants.selectors import allocations_held, allocations_holding
+        from tenants.signals import tenant_state_changed
 
         allocations_held.register(gpu_eq_held_by)
+        allocations_holding.register(holding_reader)
+        # Before the workloads app's receiver (apps are ready in INSTALLED_APPS order): the
+        # allocations end first, and their notebooks stop with them.
+        tenant_state_changed.connect(allocations_follow_tenant_state, dispatch_uid="allocations")
         everyone_who_requests = {"developer", "lead", "admin"}
         nav_register("My requests", "allocations:mine", everyone_who_requests, position=30)
         nav_register("Approvals", "allocations:approvals", {"lead", "admin"}, position=40)

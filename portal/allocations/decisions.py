@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 
+from django.utils.translation import gettext as _
+
 from portal.allocations.models import Purpose
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
@@ -25,14 +27,23 @@ budget_source: Slot[Callable[[Tenant], str | None]] = Slot(
     "budget policy", filled_by="the billing app"
 )
 
+# Whether an allocation of an offering can become active: some cluster's GPU pools serve the
+# offering's model with its sharing backend. Clusters sit above this app, so the cluster app
+# fills this slot with its reader when it is ready.
+served_source: Slot[Callable[[Offering], bool]] = Slot(
+    "served offerings reader", filled_by="the cluster app"
+)
+
 
 class RequestPath(StrEnum):
-    """What happens to a request: approved at once, waiting for a lead, refused for quota, or
-    refused as bad input because the tenant has no quota for the model at all."""
+    """What happens to a request: approved at once, waiting for a lead, refused for quota,
+    refused because no GPU pool serves the offering, or refused as bad input because the tenant
+    has no quota for the model at all."""
 
     APPROVED = "approved"
     LEAD = "lead"
     EXCEEDS = "exceeds"
+    UNSERVED = "unserved"
     NO_QUOTA = "no-quota"
 
 
@@ -101,11 +112,34 @@ def request_validate(
         raise ValidationFailed.on("purpose", f"Choose one of {', '.join(Purpose.values)}.")
 
 
-def request_path(*, tenant: Tenant, check: QuotaCheck | None, duration_hours: int) -> RequestPath:
-    """Beyond remaining quota: exceeds. Within quota and the tenant's policy: approved at once.
-    Within quota, above policy: a lead decides. No quota for the model: no-quota."""
+def unserved_reason(offering: Offering) -> str:
+    """Why no allocation of `offering` could become active now; empty when a pool serves it.
+
+    Refused rather than left for a lead: a lead cannot add a pool, and an approved request
+    that no cluster can place would hold quota in "approved" for ever.
+    """
+    if served_source.get()(offering):
+        return ""
+    return _(
+        "No GPU pool of any cluster serves %(offering)s (%(model)s shared by %(backend)s); "
+        "an admin adds such a pool first"
+    ) % {
+        "offering": offering.name,
+        "model": offering.gpu_model.name,
+        "backend": offering.backend.name,
+    }
+
+
+def request_path(
+    *, tenant: Tenant, check: QuotaCheck | None, duration_hours: int, served: bool
+) -> RequestPath:
+    """No quota for the model: no-quota. No pool serves the offering: unserved. Beyond
+    remaining quota: exceeds. Within quota and the tenant's policy: approved at once. Within
+    quota, above policy: a lead decides."""
     if check is None:
         return RequestPath.NO_QUOTA
+    if not served:
+        return RequestPath.UNSERVED
     if not check.fits:
         return RequestPath.EXCEEDS
     if within_policy(tenant, gpu_eq=check.requested, duration_hours=duration_hours):

@@ -1,7 +1,8 @@
 """The allocation ledger's totals: what approved and active allocations hold, exactly.
 
-The tenants app shows quota left from these; it reads them through the slot
-`tenants.selectors.allocations_held`, which this app fills when it is ready.
+The tenants app shows quota left from these; it reads them through the slots
+`tenants.selectors.allocations_held` and `allocations_holding`, which this app fills when it
+is ready.
 """
 
 from collections.abc import Iterable
@@ -20,3 +21,11 @@ def gpu_eq_held_by(
         held = held.filter(gpu_model_id=gpu_model_id)
     sums = gpu_eq_sum_by(held, name="gpu_eq", group_by=("tenant_id", "gpu_model_id"))
     return {(int(tenant), int(model)): total for (tenant, model), total in sums.items()}  # type: ignore[call-overload]
+
+
+def allocations_holding(tenant_id: int, gpu_model_id: int) -> list[tuple[int, Fraction]]:
+    """The allocations holding the tenant's quota of one model, newest first: (id, GPU-eq)."""
+    held = GpuRequest.objects.filter(
+        tenant_id=tenant_id, gpu_model_id=gpu_model_id, state__in=HOLDING_STATES
+    ).order_by("-starts_at", "-pk")
+    return [(gpu_request.pk, gpu_request.gpu_eq) for gpu_request in held]

@@ -68,6 +68,10 @@ class GpuRequest(models.Model):
 
     objects = VisibleQuerySet.as_manager()
 
+    # Not stored: why `gpu_request_submit` refused the request it returns ("quota", or
+    # "unserved" when no GPU pool serves the offering), for the API's answer; "" otherwise.
+    refused_for: str = ""
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [

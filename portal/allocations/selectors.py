@@ -7,6 +7,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.allocations.decisions import (
@@ -15,6 +16,7 @@ from portal.allocations.decisions import (
     quota_check,
     request_path,
     request_validate,
+    unserved_reason,
 )
 from portal.allocations.models import GpuRequest, Purpose
 from portal.catalog.gpu_eq import gpu_eq_display
@@ -113,6 +115,8 @@ class GpuRequestPreview:
 def _preview_message(
     path: RequestPath, tenant: Tenant, offering: Offering, detail: str, held: str = ""
 ) -> str:
+    if path == RequestPath.UNSERVED:
+        return _("Refused: %(reason)s.") % {"reason": detail}
     if held:
         return f"Needs a lead's approval: {held}."
     policy = (
@@ -148,7 +152,8 @@ def gpu_request_preview(
     )
     requested = offering.gpu_eq * count
     check = quota_check(tenant, offering, requested, lock=False)
-    path = request_path(tenant=tenant, check=check, duration_hours=hours)
+    unserved = unserved_reason(offering)
+    path = request_path(tenant=tenant, check=check, duration_hours=hours, served=not unserved)
     held = budget_hold(tenant, path)
     if held:
         path = RequestPath.LEAD
@@ -168,6 +173,8 @@ def gpu_request_preview(
         max_duration_hours=tenant.max_duration_hours,
         free_units=capacity_source.get()(offering),
         can_ask_quota=role_in(user, tenant) == MemberRole.LEAD,
-        message=_preview_message(path, tenant, offering, check.describe() if check else "", held),
+        message=_preview_message(
+            path, tenant, offering, unserved or (check.describe() if check else ""), held
+        ),
         price=price_source.get()(offering, requested, hours),
     )

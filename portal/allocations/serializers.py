@@ -98,7 +98,8 @@ class GpuRequestPreviewSerializer(serializers.Serializer[GpuRequestPreview]):
     path = serializers.ChoiceField(
         choices=[(path.value, path.value) for path in RequestPath],
         help_text="approved: at once; lead: waits for a lead; exceeds: refused, beyond the "
-        "remaining quota; no-quota: refused, the tenant has no quota for the model",
+        "remaining quota; unserved: refused, no GPU pool of any cluster serves the offering; "
+        "no-quota: refused, the tenant has no quota for the model",
     )
     tenant = serializers.CharField(source="tenant.slug")
     offering = serializers.CharField(source="offering.slug")

@@ -13,6 +13,7 @@ from fractions import Fraction
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import MemberRole, User
 from portal.allocations.decisions import (
@@ -22,6 +23,7 @@ from portal.allocations.decisions import (
     quota_check,
     request_path,
     request_validate,
+    unserved_reason,
 )
 from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose, RequestState
 from portal.allocations.notifications import notify_on_commit
@@ -29,6 +31,7 @@ from portal.allocations.signals import allocation_state_changed
 from portal.catalog.models import Offering
 from portal.core.audit import audit_record
 from portal.core.errors import (
+    Conflict,
     InvalidTransition,
     PermissionDenied,
     PolicyRefused,
@@ -36,7 +39,7 @@ from portal.core.errors import (
     ValidationFailed,
 )
 from tenants.access import role_in
-from tenants.models import Tenant
+from tenants.models import Tenant, TenantState
 from tenants.signals import tenant_changed
 
 
@@ -70,8 +73,9 @@ def gpu_request_submit(
 
     Within remaining quota and the tenant's policy: approved (an allocation from now on).
     Within quota, above policy (or within it, when the tenant's budget holds its requests for a
-    lead: `budget_hold`): pending for a lead. Beyond remaining quota: rejected, with the
-    numbers in the decision comment (the request is kept, so the refusal is on record).
+    lead: `budget_hold`): pending for a lead. Beyond remaining quota, or for an offering that
+    no GPU pool of any cluster serves (`unserved_reason`): rejected, with the numbers or the
+    reason in the decision comment (the request is kept, so the refusal is on record).
     Bad input raises ValidationFailed naming the field, and nothing is written.
     """
     hours = duration_hours if duration_hours is not None else tenant.default_duration_hours
@@ -92,11 +96,18 @@ def gpu_request_submit(
         justification=justification.strip(),
     )
     gpu_request.gpu_eq = requested
-    path = request_path(tenant=tenant, check=check, duration_hours=hours)
+    unserved = unserved_reason(offering)
+    path = request_path(tenant=tenant, check=check, duration_hours=hours, served=not unserved)
     held = budget_hold(tenant, path)
     if held:
         path = RequestPath.LEAD
-    if path == RequestPath.EXCEEDS:
+    if path == RequestPath.UNSERVED:
+        gpu_request.state = RequestState.REJECTED
+        gpu_request.decided_at = now
+        gpu_request.decision_comment = f"{unserved}."
+        gpu_request.refused_for = "unserved"
+    elif path == RequestPath.EXCEEDS:
+        gpu_request.refused_for = "quota"
         gpu_request.state = RequestState.REJECTED
         gpu_request.decided_at = now
         gpu_request.decision_comment = f"Exceeds the remaining quota: {check.describe()}."
@@ -195,7 +206,8 @@ def gpu_request_approve(*, actor: User, gpu_request: GpuRequest, comment: str = 
     """A lead (or admin) approves a pending request; quota is checked again, now.
 
     Leads may not approve their own requests (those above policy are why they wait).
-    Raises QuotaExceeded (409) with the numbers when the quota no longer fits.
+    Raises QuotaExceeded (409) with the numbers when the quota no longer fits, Conflict when no
+    GPU pool serves the offering any more, InvalidTransition when the tenant is not active.
     """
     locked = _lock(gpu_request, allowed=(RequestState.PENDING,), verb="approved")
     if not actor.is_portal_admin:
@@ -203,6 +215,14 @@ def gpu_request_approve(*, actor: User, gpu_request: GpuRequest, comment: str = 
             raise PermissionDenied("Only the tenant's leads and admins approve requests.")
         if locked.requester_id == actor.pk:
             raise PermissionDenied("Leads cannot approve their own requests above the policy.")
+    if locked.tenant.state != TenantState.ACTIVE:
+        raise InvalidTransition(
+            _("Tenant %(tenant)s is %(state)s; its requests cannot be approved.")
+            % {"tenant": locked.tenant.slug, "state": locked.tenant.state}
+        )
+    unserved = unserved_reason(locked.offering)
+    if unserved:
+        raise Conflict(f"{unserved}.", fields={"offering": [f"{unserved}."]})
     check = _locked_quota_check(locked.tenant, locked.offering, locked.gpu_eq)
     if not check.fits:
         raise QuotaExceeded(
@@ -328,6 +348,15 @@ def gpu_request_extend(*, actor: User, gpu_request: GpuRequest, hours: int) -> G
             f"{tenant.auto_approve_hours} hours at once.",
             fields={"hours": [f"At most {tenant.auto_approve_hours} without a lead."]},
         )
+    # A quota an admin forced below what is held: nothing more is granted for the model (more
+    # time included) until the allocations fit it again.
+    over = quota_check(tenant, locked.offering, Fraction(0), lock=True)
+    if over is not None and over.remaining < 0:
+        message = _(
+            "%(model)s is over %(tenant)s's quota (%(numbers)s); nothing is extended until "
+            "allocations fit it again."
+        ) % {"model": locked.gpu_model.name, "tenant": tenant.slug, "numbers": over.describe()}
+        raise QuotaExceeded(message, fields={"hours": [message]})
     held = "" if is_lead or actor.is_portal_admin else budget_hold(tenant, RequestPath.APPROVED)
     if held:
         raise PolicyRefused(
@@ -346,6 +375,45 @@ def gpu_request_extend(*, actor: User, gpu_request: GpuRequest, hours: int) -> G
         changes={"ends_at": [before.isoformat(), locked.ends_at.isoformat()]},
     )
     return locked
+
+
+def allocations_follow_tenant(*, tenant: Tenant, actor: User | None) -> list[GpuRequest]:
+    """A tenant was suspended or archived (inside that transaction): end what it holds.
+
+    Its allocations are revoked (their quota goes, their notebooks stop, reserved GPU-hours stop
+    being charged) and its pending requests rejected, each with its own audit event and the
+    reason in the decision comment. Ended, not paused: allocations are time-boxed, so most of
+    their time would be gone by the time a suspension is lifted, and a suspended namespace may
+    hold no GPUs anyway. Reactivating restores nothing: the team asks again. An active tenant's
+    change is ignored. Returns the requests it ended.
+    """
+    if tenant.state == TenantState.ACTIVE:
+        return []
+    reason = _("Tenant %(tenant)s was %(state)s.") % {"tenant": tenant.slug, "state": tenant.state}
+    now = timezone.now()
+    ended = list(
+        GpuRequest.objects.select_for_update()
+        .select_related("tenant")
+        .filter(tenant=tenant, state__in=(*HOLDING_STATES, RequestState.PENDING))
+        .order_by("pk")
+    )
+    for gpu_request in ended:
+        gpu_request.tenant = tenant  # the new state, for the receivers that follow
+        gpu_request.decided_by = actor
+        gpu_request.decision_comment = reason
+        if gpu_request.state == RequestState.PENDING:
+            gpu_request.decided_at = now
+            _transition(
+                gpu_request, actor=actor, to=RequestState.REJECTED, action="reject", comment=reason
+            )
+            notify_on_commit(gpu_request, "request.decided")
+        else:
+            gpu_request.ends_at = now
+            _transition(
+                gpu_request, actor=actor, to=RequestState.REVOKED, action="revoke", comment=reason
+            )
+            notify_on_commit(gpu_request, "allocation.revoked")
+    return ended
 
 
 def allocations_activate(*, request_ids: Iterable[int], comment: str) -> list[GpuRequest]:

@@ -7,11 +7,16 @@ class ClusterConfig(AppConfig):
     verbose_name = "Kubernetes clusters and provisioning"
 
     def ready(self) -> None:
+        from portal.allocations.decisions import served_source
         from portal.allocations.selectors import capacity_source
         from portal.catalog.services import cluster_registered as pool_cluster_lookup
         from portal.cluster.metrics import ProvisioningCollector
         from portal.cluster.receivers import provisioning_follows_tenant, provisioning_section
-        from portal.cluster.selectors import capacity_free_units, cluster_registered
+        from portal.cluster.selectors import (
+            capacity_free_units,
+            cluster_registered,
+            offering_served,
+        )
         from portal.core.metrics import collector_register
         from portal.core.navigation import nav_register
         from tenants.pages import TenantSection, tenant_sections
@@ -24,6 +29,8 @@ class ClusterConfig(AppConfig):
         )
         # The request preview (allocations, below this app) shows free capacity from here.
         capacity_source.register(capacity_free_units)
+        # Requests (allocations, below this app) are refused for offerings no pool serves.
+        served_source.register(offering_served)
         # A GPU pool (catalog, below this app) must name a registered cluster.
         pool_cluster_lookup.register(cluster_registered)
         collector_register(ProvisioningCollector())

@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch, QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Prefetch, QuerySet
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
@@ -130,6 +130,22 @@ class ProvisioningOverview:
     runs: list[ProvisioningRun]
     objects: list[ProvisioningResult]
     in_progress: bool
+    unserved: list[GpuRequest]
+
+
+def allocations_unserved(tenant: Tenant) -> list[GpuRequest]:
+    """The tenant's approved allocations of offerings that no GPU pool serves (`offering_served`):
+    approved before such requests were refused, they hold quota and no run can make them active.
+    An admin revokes them or adds the pool they need."""
+    approved = GpuRequest.objects.filter(tenant=tenant, state=RequestState.APPROVED)
+    served: dict[int, bool] = {}
+    unserved = []
+    for gpu_request in approved.select_related("offering").order_by("pk"):
+        if gpu_request.offering_id not in served:
+            served[gpu_request.offering_id] = offering_served(gpu_request.offering)
+        if not served[gpu_request.offering_id]:
+            unserved.append(gpu_request)
+    return unserved
 
 
 def provisioning_overview(tenant: Tenant) -> ProvisioningOverview:
@@ -139,6 +155,7 @@ def provisioning_overview(tenant: Tenant) -> ProvisioningOverview:
         runs=runs,
         objects=list(finished.results.all()) if finished else [],
         in_progress=any(not run.finished for run in runs),
+        unserved=allocations_unserved(tenant),
     )
 
 
@@ -228,6 +245,21 @@ def capacity_free_units(offering: Offering) -> int | None:
     """Free units of `offering` over every cluster, or None when no cluster has been read."""
     rows = capacity_rows(offering=offering.slug)
     return sum(row.free for row in rows) if rows else None
+
+
+def offering_served(offering: Offering) -> bool:
+    """Whether an allocation of `offering` can become active: an enabled cluster has a GPU pool
+    of its model and backend, or describes no pools at all (it then hosts every offering, as
+    `bundle_inputs` places quota). With no enabled cluster nothing is provisioned yet, and every
+    offering is taken as served: registering the first cluster provisions every tenant.
+    One query."""
+    pools = GpuPool.objects.filter(cluster=OuterRef("name"))
+    serving = pools.filter(gpu_model_id=offering.gpu_model_id, backend_id=offering.backend_id)
+    clusters = Cluster.objects.filter(enabled=True).annotate(
+        serves=ExpressionWrapper(~Exists(pools) | Exists(serving), output_field=BooleanField())
+    )
+    answers = list(clusters.values_list("serves", flat=True))
+    return not answers or any(answers)
 
 
 def cluster_nodes(cluster: Cluster) -> list[NodeCapacity]:

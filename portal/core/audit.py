@@ -22,6 +22,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.http import HttpRequest
 
 from portal.core.errors import Conflict
+from portal.core.http import client_address
 from portal.core.models import AuditArchive, AuditEvent
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ _origin: ContextVar[RequestOrigin | None] = ContextVar("audit_origin", default=N
 def origin_of(request: HttpRequest, request_id: str) -> RequestOrigin:
     return RequestOrigin(
         request_id=request_id,
-        source_ip=request.META.get("REMOTE_ADDR") or None,
+        source_ip=client_address(request),
         user_agent=request.headers.get("User-Agent", "")[:300],
     )
 

@@ -1,7 +1,10 @@
-"""Typed request classes for views: what the middleware stack adds to a request."""
+"""Typed request classes for views (what the middleware stack adds to a request), and what a
+request says about its caller."""
 
+import ipaddress
 from typing import TYPE_CHECKING, cast
 
+from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django_htmx.middleware import HtmxDetails
 from rest_framework.request import Request
@@ -32,3 +35,30 @@ def envelope_json(
     return JsonResponse(
         {"error": {"code": code, "message": message, "fields": fields or {}}}, status=status
     )
+
+
+def _address(text: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+def client_address(request: HttpRequest) -> str | None:
+    """The caller's address, as sign-in throttling (axes' AXES_CLIENT_IP_CALLABLE), the API's
+    anonymous rate limit and the audit trail count it.
+
+    Without trusted proxies that is REMOTE_ADDR. Behind PORTAL_TRUSTED_PROXY_COUNT proxies that
+    each append the address they were reached from to X-Forwarded-For, it is the entry that
+    many places from the right: the one the outermost proxy saw. Entries further left are the
+    client's own to invent, so they are never used; a header with too few entries (a request
+    that bypassed the proxies) counts against REMOTE_ADDR.
+    """
+    remote = request.META.get("REMOTE_ADDR", "")
+    proxies = settings.PORTAL_TRUSTED_PROXY_COUNT
+    if proxies:
+        header = request.META.get("HTTP_X_FORWARDED_FOR", "")
+        hops = [hop.strip() for hop in header.split(",") if hop.strip()]
+        if len(hops) >= proxies:
+            return _address(hops[-proxies]) or _address(remote)
+    return _address(remote)

@@ -15,6 +15,8 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from portal.core.http import client_address
+
 if TYPE_CHECKING:
     # Only for annotations: DRF imports this module while rest_framework.views is loading.
     from rest_framework.views import APIView
@@ -73,11 +75,11 @@ class ApiUserRateThrottle(PortalRateThrottle):
 
 class ApiAnonRateThrottle(PortalRateThrottle):
     """Callers with no credentials, by address (REMOTE_ADDR, or behind trusted proxies the
-    address the outermost one saw: REST_FRAMEWORK's NUM_PROXIES)."""
+    address the outermost one saw: `client_address`, as sign-in throttling counts them)."""
 
     scope = "anon"
 
     def get_cache_key(self, request: Request, view: "APIView") -> str | None:
         if request.user.is_authenticated:
             return None
-        return self.key_for(self.get_ident(request))
+        return self.key_for(client_address(request) or "unknown")

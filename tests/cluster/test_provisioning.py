@@ -158,15 +158,17 @@ def test_allocations_count_only_in_clusters_with_a_pool_for_them(
 ):
     from portal.catalog.services import gpu_pool_create  # noqa: PLC0415
 
+    for run in ProvisioningRun.objects.filter(tenant=a100_tenant):
+        provisioning_run_execute(run_id=run.pk)
+    # Approved while the cluster described no pools (it then hosts every offering) ...
+    allocation = gpu_request_submit(
+        actor=developer, tenant=a100_tenant, offering=catalog["a100-80gb-whole"], count=1
+    )
     t4 = catalog["t4-whole"]
     gpu_pool_create(
         actor=None, cluster="lab", name="t4", gpu_model=t4.gpu_model, backend=t4.backend
     )
-    for run in ProvisioningRun.objects.filter(tenant=a100_tenant):
-        provisioning_run_execute(run_id=run.pk)
-    allocation = gpu_request_submit(
-        actor=developer, tenant=a100_tenant, offering=catalog["a100-80gb-whole"], count=1
-    )
+    # ... and run once its only pool is of T4s: no quota for it there, and it stays approved.
     run = ProvisioningRun.objects.get(tenant=a100_tenant, state=RunState.QUEUED)
     finished = provisioning_run_execute(run_id=run.pk)
     assert finished is not None
@@ -174,6 +176,11 @@ def test_allocations_count_only_in_clusters_with_a_pool_for_them(
     assert hard["spec"]["hard"]["requests.nvidia.com/gpu"] == "0"
     allocation.refresh_from_db()
     assert allocation.state == RequestState.APPROVED  # no cluster here runs it
+    # A new request for it is refused: no pool serves it.
+    again = gpu_request_submit(
+        actor=developer, tenant=a100_tenant, offering=catalog["a100-80gb-whole"], count=1
+    )
+    assert again.state == RequestState.REJECTED
 
 
 def test_a_suspended_tenants_allocations_do_not_start(
@@ -186,7 +193,7 @@ def test_a_suspended_tenants_allocations_do_not_start(
     for run in ProvisioningRun.objects.filter(tenant=a100_tenant, state=RunState.QUEUED):
         provisioning_run_execute(run_id=run.pk)
     allocation.refresh_from_db()
-    assert allocation.state == RequestState.APPROVED
+    assert allocation.state == RequestState.REVOKED  # ended by the suspension, never active
 
 
 def test_a_run_abandoned_too_often_fails_instead_of_looping(dry_cluster, tenant_a):

@@ -251,7 +251,7 @@ def _envelope_problem(response: Any, name: str, *, status: int = 400) -> str | N
 
 
 def test_bad_input_to_every_write_answers_400_naming_the_field_and_stores_nothing(
-    send_bad: Callable[[Operation], list[str]],
+    send_bad: Callable[[Operation], list[str]], unthrottled: None
 ) -> None:
     # One test for all operations: the objects they write to take seconds to make.
     failures = [failure for op in WRITE_OPERATIONS for failure in send_bad(op)]

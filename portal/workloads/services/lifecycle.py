@@ -149,11 +149,11 @@ def notebooks_follow_allocation(*, allocation: GpuRequest, before: str, actor: U
             and state not in HOLDING_STATES
             and notebook.desired == Desired.RUNNING
         ):
-            _stop(
-                notebook,
-                actor=actor,
-                reason=f"Stopped because allocation {allocation.pk} {state}.",
-            )
+            reason = f"Stopped because allocation {allocation.pk} {state}."
+            if state == RequestState.REVOKED and allocation.decision_comment:
+                # Why it was revoked: an admin's reason, or the tenant's suspension or archiving.
+                reason = f"{reason} {allocation.decision_comment}"
+            _stop(notebook, actor=actor, reason=reason)
 
 
 def notebooks_follow_tenant(*, tenant: Tenant, actor: User | None) -> None:

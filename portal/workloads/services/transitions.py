@@ -115,10 +115,12 @@ PROVISIONING_FAILED = "Provisioning failed: "
 def _allocation_usable(allocation: GpuRequest, *, ended: str) -> None:
     """A notebook may run on `allocation` (now or once approved) in an active tenant; else
     InvalidTransition, with `ended` saying what to do when the allocation is over."""
-    if allocation.state not in (*HOLDING_STATES, RequestState.PENDING):
-        raise InvalidTransition(f"Allocation {allocation.pk} is {allocation.state}: {ended}")
+    # The tenant first: suspending or archiving it also ended its allocations, and the
+    # suspension is what the person must know about.
     if allocation.tenant.state != TenantState.ACTIVE:
         raise InvalidTransition(f"Tenant {allocation.tenant.slug} is {allocation.tenant.state}.")
+    if allocation.state not in (*HOLDING_STATES, RequestState.PENDING):
+        raise InvalidTransition(f"Allocation {allocation.pk} is {allocation.state}: {ended}")
 
 
 def _allocation_ready(allocation: GpuRequest) -> None:
