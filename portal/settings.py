@@ -530,6 +530,20 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1/",
+    # Bodies get their own components (`...Request`, without read-only fields), so that what a
+    # write takes is told apart from what it answers.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # What the URL converters accept, so that the schema's path parameters say it too.
+    "PATH_CONVERTER_OVERRIDES": {
+        "int": {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**63 - 1},
+        "slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
+        "str": {"type": "string", "pattern": "^[^/]+$"},
+    },
+    # Every operation's error answers, with the envelope's schema, added in one place.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.core.schema.document_errors",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "TenantStateEnum": "tenants.models.TenantState",
         "QuotaRequestStateEnum": "tenants.models.QuotaRequestState",

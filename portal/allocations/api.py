@@ -33,6 +33,7 @@ from portal.core.errors import ValidationFailed
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
+from portal.core.schema import documented_error
 from tenants.access import Access, tenant_for
 from tenants.models import Tenant
 
@@ -140,3 +141,16 @@ class GpuRequestTransition(GenericAPIView[GpuRequest]):
             hours=hours,
         )
         return Response(self.get_serializer(done).data)
+
+
+class GpuRequestExtend(GpuRequestTransition):
+    """extend, which alone takes `hours`; a requester asking beyond what the tenant grants at
+    once is refused by policy (422): a lead extends it."""
+
+    transition = "extend"
+
+    @extend_schema(
+        request=ExtendSerializer, responses={200: GpuRequestSerializer, 422: documented_error(422)}
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        return super().post(request, pk)

@@ -2,6 +2,7 @@ from django.urls import URLPattern, path
 
 from portal.allocations.api import (
     GpuRequestDetail,
+    GpuRequestExtend,
     GpuRequestList,
     GpuRequestPreviewView,
     GpuRequestTransition,
@@ -15,7 +16,9 @@ urlpatterns: list[URLPattern] = [
     *[
         path(
             f"requests/<int:pk>/{transition}",
-            GpuRequestTransition.as_view(transition=transition),
+            (GpuRequestExtend if transition == "extend" else GpuRequestTransition).as_view(
+                transition=transition
+            ),
             name=f"request-{transition}",
         )
         for transition in TRANSITIONS

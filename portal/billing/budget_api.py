@@ -71,7 +71,9 @@ class BudgetStatusSerializer(serializers.Serializer[BudgetStatus]):
 
 class BudgetSerializer(serializers.ModelSerializer[Budget]):
     tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)  # type: ignore[var-annotated]
-    updated_by = serializers.SlugRelatedField(slug_field="username", read_only=True)  # type: ignore[var-annotated]
+    updated_by = serializers.SlugRelatedField(  # type: ignore[var-annotated]
+        slug_field="username", read_only=True, allow_null=True
+    )
     status = serializers.SerializerMethodField()
 
     class Meta:

@@ -50,8 +50,10 @@ class MonthField(serializers.Field):  # type: ignore[type-arg]
 
 class RateCardSerializer(serializers.ModelSerializer[RateCard]):
     gpu_model = serializers.SlugRelatedField(slug_field="slug", read_only=True)  # type: ignore[var-annotated]
-    backend = serializers.SlugRelatedField(slug_field="slug", read_only=True)  # type: ignore[var-annotated]
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)  # type: ignore[var-annotated]
+    backend = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)  # type: ignore[var-annotated]
+    created_by = serializers.SlugRelatedField(  # type: ignore[var-annotated]
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = RateCard
@@ -248,7 +250,9 @@ class PeriodSerializer(serializers.ModelSerializer[Period]):
     month = MonthField()
     state = serializers.ChoiceField(choices=PeriodState.choices)
     basis = serializers.CharField(help_text="the charge basis the close used; empty while open")
-    closed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)  # type: ignore[var-annotated]
+    closed_by = serializers.SlugRelatedField(  # type: ignore[var-annotated]
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Period

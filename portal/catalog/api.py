@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
 from rest_framework.mixins import ListModelMixin
@@ -55,6 +56,7 @@ class _CatalogList[M: (GpuModel, Offering, GpuPool, NotebookImage)](
         return Response(self.get_serializer(created).data, status=status.HTTP_201_CREATED)
 
 
+@extend_schema_view(post=extend_schema(responses={201: GpuModelSerializer}))
 class GpuModelList(_CatalogList[GpuModel]):
     """GPU models: list (everyone signed in), create (admins)."""
 
@@ -84,6 +86,7 @@ class GpuModelDetail(GenericAPIView[GpuModel]):
         return Response(self.get_serializer(gpu_model).data)
 
 
+@extend_schema_view(post=extend_schema(responses={201: OfferingSerializer}))
 class OfferingList(_CatalogList[Offering]):
     """Offerings with their Kubernetes resources and exact GPU-eq per unit."""
 
@@ -117,6 +120,7 @@ class OfferingDetail(GenericAPIView[Offering]):
         return Response(self.get_serializer(offering).data)
 
 
+@extend_schema_view(post=extend_schema(responses={201: GpuPoolSerializer}))
 class GpuPoolList(_CatalogList[GpuPool]):
     """GPU pools (nodes of one model in one cluster, shared with one backend): list (everyone
     signed in; `?cluster=`, `?gpu_model=`, `?backend=` narrow it), create (admins; the
@@ -158,6 +162,7 @@ class GpuPoolDetail(GenericAPIView[GpuPool]):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+@extend_schema_view(post=extend_schema(responses={201: NotebookImageSerializer}))
 class NotebookImageList(_CatalogList[NotebookImage]):
     """Notebook images: list (admins: all, `?enabled=` filters; others: the enabled ones),
     create (admins)."""

@@ -63,7 +63,7 @@ class ProvisioningRunRetry(GenericAPIView[ProvisioningRun]):
 
     serializer_class = ProvisioningRunDetailSerializer
 
-    @extend_schema(request=None)
+    @extend_schema(request=None, responses={202: ProvisioningRunDetailSerializer})
     @idempotent_post
     def post(self, request: Request, pk: int) -> Response:
         body_fields_refuse(request.data)
@@ -103,6 +103,7 @@ class ClusterList(ListModelMixin, GenericAPIView[Cluster]):
         page = self.paginate_queryset(clusters)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
+    @extend_schema(responses={201: ClusterSerializer})
     @idempotent_post
     def post(self, request: Request) -> Response:
         user = api_user(request)

@@ -6,7 +6,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
@@ -27,8 +27,9 @@ CSV_COLUMNS = (
 
 class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
     actor = serializers.CharField(source="actor_name")
+    # Null for events that belong to no tenant (the catalog, users, global settings).
     tenant: "serializers.SlugRelatedField[Any]" = serializers.SlugRelatedField(
-        slug_field="slug", read_only=True
+        slug_field="slug", read_only=True, allow_null=True
     )
 
     class Meta:
@@ -55,7 +56,15 @@ class AuditEventList(ListAPIView[AuditEvent]):
     def get_queryset(self) -> QuerySet[AuditEvent]:
         return audit_events_for(self.request.user)  # type: ignore[arg-type]
 
-    @extend_schema(parameters=[FORMAT])
+    @extend_schema(
+        parameters=[FORMAT],
+        responses={
+            (200, "application/json"): AuditEventSerializer,
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR, description="format=csv: every event, with a header row"
+            ),
+        },
+    )
     def get(  # type: ignore[override]
         self, request: Request, *args: object, **kwargs: object
     ) -> Response | StreamingHttpResponse:

@@ -348,7 +348,7 @@ def test_finance_adds_cpu_and_memory_prices_through_the_api(
     schema = json.loads(
         client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
     )
-    fields = schema["components"]["schemas"]["RateCardInput"]["properties"]
+    fields = schema["components"]["schemas"]["RateCardInputRequest"]["properties"]
     assert {"price_per_cpu_core_hour", "price_per_ram_gib_hour"} <= set(fields)
 
 
