@@ -76,14 +76,6 @@ def schema_document(live_server) -> dict[str, Any]:
 
 
 @pytest.fixture
-def unthrottled(settings) -> None:
-    """Rates far above what a run sends: the fuzzing is about answers, not the rate limits
-    (tested on their own), and a throttled run would see nothing but 429s."""
-    rates = dict.fromkeys(("token", "user", "anon"), "100000/min")
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
-
-
-@pytest.fixture
 def world(
     developer, lead, outsider, finance_user, admin_user, a100_tenant: Tenant, tenant_b
 ) -> Tenant:
