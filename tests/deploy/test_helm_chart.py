@@ -611,6 +611,30 @@ def test_a_second_release_in_the_cluster_can_leave_the_tenant_lead_role_to_the_f
     assert [m["metadata"]["name"] for m in manifests if m["kind"] == "ClusterRole"] == ["portal-b"]
 
 
+def test_the_plain_manifests_validate_and_migrate_as_the_owner_role() -> None:
+    documents = [
+        d for d in yaml.safe_load_all((ROOT / "deploy/kubernetes/portal.yaml").read_text()) if d
+    ]
+
+    for document in documents:
+        kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+    [config] = [d for d in documents if d["kind"] == "ConfigMap"]
+    [job] = [d for d in documents if d["kind"] == "Job"]
+    [migrate] = job["spec"]["template"]["spec"]["containers"]
+    assert migrate["command"] == ["python", "manage.py", "migrate", "--noinput"]
+    assert migrate["env"] == [
+        {
+            "name": "DATABASE_URL",
+            "valueFrom": {"secretKeyRef": {"name": "gpu-portal", "key": "DATABASE_OWNER_URL"}},
+        }
+    ]
+    assert config["data"]["PORTAL_DATABASE_RUNTIME_ROLE"] == "gpu_portal"
+    # The other processes take DATABASE_URL (the runtime role) from the Secret as it is.
+    for deployment in (d for d in documents if d["kind"] == "Deployment"):
+        [container] = deployment["spec"]["template"]["spec"]["containers"]
+        assert "env" not in container
+
+
 def test_rbac_yaml_validates_and_creates_the_namespace_it_uses() -> None:
     documents = rbac_documents()
 
