@@ -2,7 +2,10 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-DEMO_ENV := DEBUG=true PORTAL_IN_PROCESS_SCHEDULER=true PORTAL_SYNTHETIC_METRICS=true
+# `make demo PORT=8123` serves on another port; the demo data and its links follow it.
+PORT ?= 8000
+DEMO_ENV := PORTAL_DEMO=true PORT=$(PORT) PORTAL_BASE_URL=http://127.0.0.1:$(PORT) \
+	PORTAL_IN_PROCESS_SCHEDULER=true PORTAL_SYNTHETIC_METRICS=true
 
 .PHONY: demo test bench lint format venv clean
 
@@ -31,7 +34,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@touch $@
 
 # 1. Run the portal on the embedded defaults: SQLite, tasks and periodic tasks in-process,
-#    cluster dry-run, demo data; served by gunicorn (deploy/demo/gunicorn.conf.py) on 127.0.0.1:8000.
+#    cluster dry-run, demo data; served by gunicorn (deploy/demo/gunicorn.conf.py) on 127.0.0.1:PORT
+#    (8000 unless given: `make demo PORT=8123`), with PORTAL_DEMO on and DEBUG off.
 demo: venv
 	$(DEMO_ENV) $(PY) manage.py migrate --noinput
 	$(DEMO_ENV) $(PY) manage.py demo_data

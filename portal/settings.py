@@ -21,9 +21,13 @@ VAR_DIR = BASE_DIR / "var"
 env = Env()
 
 DEBUG = env.flag("DEBUG", default=False)
+# `make demo`: plain HTTP on this machine with DEBUG off (a 404 is the portal's own page, not
+# Django's list of every URL): a fixed secret key, cookies without Secure, static files found
+# where they are, and the demo accounts on the sign-in page. Never for a portal others reach.
+PORTAL_DEMO = env.flag("PORTAL_DEMO", default=False)
 
 _DEBUG_SECRET_KEY = "insecure-debug-only-key-never-use-in-production"
-SECRET_KEY = env.secret("SECRET_KEY", default=_DEBUG_SECRET_KEY if DEBUG else None)
+SECRET_KEY = env.secret("SECRET_KEY", default=_DEBUG_SECRET_KEY if DEBUG or PORTAL_DEMO else None)
 if not SECRET_KEY:
     raise ImproperlyConfigured(
         "SECRET_KEY is required when DEBUG is off: set SECRET_KEY or SECRET_KEY_FILE "
@@ -408,9 +412,9 @@ METRICS_ALLOWED_NETWORKS = env.networks(
 )
 METRICS_TOKEN = env.secret("METRICS_TOKEN")
 
-# Security. Cookies are secure unless DEBUG; behind a TLS-terminating proxy set
-# SECURE_PROXY_SSL_HEADER so Django knows the original request was HTTPS.
-SESSION_COOKIE_SECURE = env.flag("SECURE_COOKIES", default=not DEBUG)
+# Security. Cookies are secure unless DEBUG or PORTAL_DEMO (plain HTTP on localhost); behind a
+# TLS-terminating proxy set SECURE_PROXY_SSL_HEADER so Django knows the original request was HTTPS.
+SESSION_COOKIE_SECURE = env.flag("SECURE_COOKIES", default=not (DEBUG or PORTAL_DEMO))
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
@@ -458,11 +462,14 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
-            if DEBUG
+            if DEBUG or PORTAL_DEMO
             else "whitenoise.storage.CompressedStaticFilesStorage"
         )
     },
 }
+# WhiteNoise serves from STATIC_ROOT (filled by collectstatic) unless DEBUG; the demo has no
+# collectstatic step, so it serves the files where the finders find them.
+WHITENOISE_USE_FINDERS = DEBUG or PORTAL_DEMO
 
 # API bodies: the largest accepted, and the deepest nesting of JSON arrays and objects. Both are
 # checked before a body is parsed (portal/core/parsers.py); Django's own form limit follows.

@@ -17,6 +17,8 @@ from tenants import api as tenant_api
 
 api_v1 = [
     path("me", MeView.as_view(), name="me"),
+    # The slash every other endpoint has answers too; the schema documents `me` once.
+    path("me/", MeView.as_view(schema=None)),
     path("identity", IdentityView.as_view(), name="identity"),
     path("users/", UserList.as_view(), name="users"),
     path("audit-events/", AuditEventList.as_view(), name="audit-events"),

@@ -3,13 +3,19 @@
 One worker process with several threads: concurrent connections are served at once, while the
 in-process task runner and the in-process scheduler exist exactly once. No reloader (restart
 `make demo` after a code change, or add `--reload` on the command line while developing).
-Command-line options override these, e.g. `--bind 127.0.0.1:8001`.
+It listens on 127.0.0.1 at PORT (8000 unless set: `make demo PORT=8123`). Command-line options
+override these, e.g. `--bind 127.0.0.1:8001`.
 """
 
+import os
 from typing import Any
 
+_port = os.environ.get("PORT", "") or "8000"
+if not _port.isdigit() or not 0 < int(_port) < 65536:
+    raise SystemExit(f"PORT must be a TCP port number (1-65535), not {_port!r}")
+
 wsgi_app = "portal.wsgi:application"
-bind = ["127.0.0.1:8000"]
+bind = [f"127.0.0.1:{int(_port)}"]
 worker_class = "gthread"
 workers = 1
 threads = 8

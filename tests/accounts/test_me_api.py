@@ -20,6 +20,24 @@ def test_me_describes_the_caller_and_their_tenants(client_for, lead, tenant_a) -
     assert body["tenants"] == [{"slug": "vision", "name": tenant_a.name, "role": "lead"}]
 
 
+def test_me_answers_with_and_without_a_trailing_slash(client_for, lead) -> None:
+    client = client_for(lead)
+
+    without, with_slash = client.get("/api/v1/me"), client.get("/api/v1/me/")
+
+    assert without.status_code == with_slash.status_code == 200
+    assert with_slash.json() == without.json()
+
+
+def test_me_with_a_trailing_slash_is_not_documented_twice(client_for, developer) -> None:
+    schema = client_for(developer).get(
+        "/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json"
+    )
+
+    assert "/api/v1/me" in schema.json()["paths"]
+    assert "/api/v1/me/" not in schema.json()["paths"]
+
+
 def test_me_shows_global_roles(client_for, finance_user) -> None:
     body = client_for(finance_user).get("/api/v1/me").json()
 

@@ -1,10 +1,10 @@
 """The demo's own server, as `make demo` runs it, on a database of a test's own.
 
 gunicorn with `deploy/demo/gunicorn.conf.py` (the file the Makefile uses) on a free loopback
-port, in the demo's environment (the embedded defaults: SQLite, tasks and periodic tasks
-in-process, no Redis, no Prometheus, no SSO), on an SQLite file in a temporary directory that
-`manage.py migrate` and `tests/demo/seed.py` prepare. Its output, the access log included, is
-kept in a file the test can read.
+port given as PORT, in the demo's environment (PORTAL_DEMO on, DEBUG off, no SECRET_KEY; the
+embedded defaults: SQLite, tasks and periodic tasks in-process, no Redis, no Prometheus, no SSO),
+on an SQLite file in a temporary directory that `manage.py migrate` and `tests/demo/seed.py`
+prepare. Its output, the access log included, is kept in a file the test can read.
 """
 
 import json
@@ -27,11 +27,12 @@ GUNICORN_CONF = ROOT / "deploy" / "demo" / "gunicorn.conf.py"
 # What the test command sets for the rest of the suite and the demo does not have.
 _NOT_IN_THE_DEMO = (
     "DATABASE_URL", "DATABASE_CONN_MAX_AGE", "REDIS_URL", "CELERY_BROKER_URL", "PROMETHEUS_URL",
-    "OIDC_ISSUER_URL", "KEYCLOAK_ADMIN_CLIENT_ID", "PORTAL_CLUSTER_MODE",
+    "OIDC_ISSUER_URL", "KEYCLOAK_ADMIN_CLIENT_ID", "PORTAL_CLUSTER_MODE", "DEBUG", "SECRET_KEY",
+    "PORTAL_BASE_URL", "PORT",
 )  # fmt: skip
 # The Makefile's DEMO_ENV.
 _DEMO_ENV = {
-    "DEBUG": "true",
+    "PORTAL_DEMO": "true",
     "PORTAL_IN_PROCESS_SCHEDULER": "true",
     "PORTAL_SYNTHETIC_METRICS": "true",
 }
@@ -59,19 +60,22 @@ def _run(command: list[str], env: dict[str, str]) -> str:
 def demo_server(directory: Path) -> Iterator[DemoServer]:
     """Migrate and seed an SQLite database in `directory`, serve it, stop the server after."""
     env = {key: value for key, value in os.environ.items() if key not in _NOT_IN_THE_DEMO}
-    env |= _DEMO_ENV | {"DATABASE_URL": f"sqlite:///{directory / 'portal.sqlite3'}"}
+    # As `make demo PORT=…` runs it: the port reaches gunicorn's configuration through PORT.
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env |= _DEMO_ENV | {
+        "DATABASE_URL": f"sqlite:///{directory / 'portal.sqlite3'}",
+        "PORT": str(port),
+        "PORTAL_BASE_URL": url,
+    }
     _run([sys.executable, "manage.py", "migrate", "--noinput"], env)
     seeded = _run([sys.executable, "-m", "tests.demo.seed", PASSWORD], env)
     token = json.loads(seeded.strip().splitlines()[-1])["token"]
 
-    url = f"http://127.0.0.1:{free_port()}"
     log = directory / "gunicorn.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [
-                sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_CONF),
-                "--bind", url.removeprefix("http://"),
-            ],
+            [sys.executable, "-m", "gunicorn", "--config", str(GUNICORN_CONF)],
             cwd=ROOT,
             env=env,
             stdout=output,

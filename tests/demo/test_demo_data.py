@@ -10,7 +10,7 @@ from portal.allocations.models import GpuRequest
 from portal.billing.budgets import budget_status
 from portal.billing.models import Budget, Period, RateCard, Statement
 from portal.core.models import AuditEvent
-from portal.demo.management.commands.demo_data import DEMO_PASSWORD
+from portal.demo.accounts import DEMO_PASSWORD
 from portal.metering.models import MeteringState, UsageCapacity, UsageRecord, UsageWindow
 from portal.metering.selectors import UsageQuery, usage_totals
 from portal.workloads.models import Notebook

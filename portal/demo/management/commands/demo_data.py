@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from portal.accounts.models import GlobalRole, MemberRole, User
+from portal.accounts.models import User
 from portal.accounts.services import user_create
 from portal.allocations.models import GpuRequest, Purpose, RequestState
 from portal.allocations.services import (
@@ -34,6 +34,7 @@ from portal.cluster.models import Cluster, ClusterMode
 from portal.cluster.services import capacity_record, cluster_create
 from portal.cluster.services.capacity import POOL_LABEL
 from portal.core.errors import Conflict
+from portal.demo.accounts import DEMO_PASSWORD, PERSONAS
 from portal.metering.collection import metering_begin
 from portal.metering.models import MeteringState
 from portal.metering.services import usage_collect
@@ -42,23 +43,11 @@ from portal.workloads.services import notebook_launch
 from tenants.models import Quota, Tenant
 from tenants.services import membership_set, quota_set, tenant_create
 
-DEMO_PASSWORD = "gpu-portal-demo"  # noqa: S105  (printed on the console; demo only)
-
 TENANTS = [
     ("vision", "Computer Vision Lab", "CC-4100"),
     ("nlp", "Language Models Team", "CC-4200"),
     ("risk", "Risk Analytics", "CC-7300"),
 ]
-
-# username, full name, global role, (tenant, role) memberships
-PERSONAS: list[tuple[str, str, GlobalRole, list[tuple[str, MemberRole]]]] = [
-    ("developer", "Dana Developer", GlobalRole.NONE, [("vision", MemberRole.DEVELOPER)]),
-    ("lead", "Lee Lead", GlobalRole.NONE, [("vision", MemberRole.LEAD), ("nlp", MemberRole.LEAD)]),
-    ("finance", "Fin Ance", GlobalRole.FINANCE, []),
-    ("admin", "Ada Admin", GlobalRole.ADMIN, []),
-    ("nlp-dev", "Nia Developer", GlobalRole.NONE, [("nlp", MemberRole.DEVELOPER)]),
-]
-
 
 DEMO_CLUSTER = "demo"
 
@@ -160,7 +149,7 @@ class Command(BaseCommand):
         self._chargeback()
         self._budgets()
         self.stdout.write(
-            self.style.SUCCESS("Demo data is loaded. Sign in at http://127.0.0.1:8000/")
+            self.style.SUCCESS(f"Demo data is loaded. Sign in at {settings.PORTAL_BASE_URL}/")
         )
         self.stdout.write(f"Every demo account's password is: {DEMO_PASSWORD}")
         for username, _, global_role, memberships in PERSONAS:
