@@ -3,7 +3,7 @@
 Python's parser recurses once per nesting level, so a body nested thousands deep ends in a
 RecursionError (a 500) after work the caller made us do for nothing. The depth is therefore
 counted first, in one linear pass over the text that skips strings, and a body too large or too
-deep is refused before anything is built from it. PortalBodyLimitMiddleware refuses an
+deep is refused before anything is built from it. ApiBodyLimitMiddleware refuses an
 oversized Content-Length even earlier, before any middleware reads the body.
 """
 
