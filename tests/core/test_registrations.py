@@ -49,7 +49,10 @@ def test_each_signal_reaches_the_apps_that_follow_it() -> None:
     assert _receiver_modules(tenant_signals.tenant_changed) == {"portal.cluster.receivers"}
     assert _receiver_modules(tenant_signals.tenant_created) == {"portal.directory.receivers"}
     assert _receiver_modules(tenant_signals.membership_changed) == {"portal.directory.receivers"}
-    assert _receiver_modules(tenant_signals.tenant_state_changed) == {"portal.workloads.receivers"}
+    assert _receiver_modules(tenant_signals.tenant_state_changed) == {
+        "portal.allocations.receivers",
+        "portal.workloads.receivers",
+    }
     assert _receiver_modules(allocation_state_changed) == {"portal.workloads.receivers"}
 
 

@@ -52,7 +52,9 @@ def test_each_persona_signs_in_in_the_browser_and_lands_on_its_start_page(
     expect(navigation.get_by_role("link")).to_have_text(nav_links)
     expect(page.get_by_test_id("current-user")).to_have_text(user.get_full_name())
     # htmx is served from our own static files and loads under the Content Security Policy.
-    assert page.evaluate("typeof window.htmx") == "object"
+    # The script is deferred: it runs before DOMContentLoaded, which may come after the heading
+    # shows; wait for it (a timeout fails the test when it never loads).
+    page.wait_for_function("typeof window.htmx === 'object'", timeout=10_000)
     assert console_errors == []
 
     page.get_by_role("button", name="Sign out").click()
