@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
@@ -8,14 +9,14 @@ from tenants.access import sees_everything, tenants_led_by
 
 
 class RequestState(models.TextChoices):
-    PENDING = "pending", "pending"
-    APPROVED = "approved", "approved"
-    ACTIVE = "active", "active"
-    RELEASED = "released", "released"
-    EXPIRED = "expired", "expired"
-    REVOKED = "revoked", "revoked"
-    REJECTED = "rejected", "rejected"
-    CANCELLED = "cancelled", "cancelled"
+    PENDING = "pending", _("pending")
+    APPROVED = "approved", _("approved")
+    ACTIVE = "active", _("active")
+    RELEASED = "released", _("released")
+    EXPIRED = "expired", _("expired")
+    REVOKED = "revoked", _("revoked")
+    REJECTED = "rejected", _("rejected")
+    CANCELLED = "cancelled", _("cancelled")
 
 
 # An approved request is an allocation: it holds quota until it ends.
@@ -30,9 +31,9 @@ FINAL_STATES = (
 
 
 class Purpose(models.TextChoices):
-    NOTEBOOK = "notebook", "notebook"
-    BATCH = "batch", "batch"
-    RESERVATION = "reservation", "reservation"
+    NOTEBOOK = "notebook", _("notebook")
+    BATCH = "batch", _("batch")
+    RESERVATION = "reservation", _("reservation")
 
 
 class GpuRequest(models.Model):

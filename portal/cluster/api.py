@@ -1,6 +1,7 @@
 """`provisioning-runs/`, `capacity/` and `clusters/` (API.md)."""
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
@@ -131,7 +132,7 @@ class ClusterDetail(GenericAPIView[Cluster]):
         fields = dict(serializer.validated_data)
         if "name" in fields and fields.pop("name") != cluster.name:
             raise ValidationFailed(
-                "name: a cluster's name cannot change.", fields={"name": ["Cannot change."]}
+                _("name: a cluster's name cannot change."), fields={"name": [_("Cannot change.")]}
             )
         cluster = services.cluster_update(actor=user, cluster=cluster, **fields)
         return Response(self.get_serializer(cluster).data)

@@ -9,6 +9,8 @@ from django.core.validators import (
     URLValidator,
 )
 from django.db import models
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from portal.accounts.models import User
 from portal.catalog.validators import validate_label_key, validate_label_value
@@ -22,26 +24,28 @@ MANAGED_BY = "gpu-portal"
 def validate_labels(value: object) -> None:
     """A namespace selector written as labels: {key: value}, each valid in Kubernetes."""
     if not isinstance(value, dict):
-        raise ValidationError("Write the labels as an object of key: value.")
+        raise ValidationError(_("Write the labels as an object of key: value."))
     for key, label in value.items():
         validate_label_key(str(key))
         if not isinstance(label, str):
-            raise ValidationError(f"The value of {key} must be text.")
+            raise ValidationError(_("The value of %(key)s must be text.") % {"key": key})
         validate_label_value(label)
 
 
 def validate_host_pattern(value: str) -> None:
     """A DNS name with `{name}` (the notebook's Kubernetes name) and optionally `{tenant}`."""
     if "{name}" not in value:
-        raise ValidationError("The pattern must contain {name}, e.g. {name}.{tenant}.example.org.")
+        raise ValidationError(
+            _("The pattern must contain {name}, e.g. {name}.{tenant}.example.org.")
+        )
     try:
         host = value.format(name="nb-1", tenant="t")
     except (KeyError, IndexError, ValueError):
-        raise ValidationError("Only {name} and {tenant} may appear in braces.") from None
+        raise ValidationError(_("Only {name} and {tenant} may appear in braces.")) from None
     labels = host.split(".")
     label = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
     if len(host) > 253 or len(labels) < 2 or not all(label.match(part) for part in labels):
-        raise ValidationError("The pattern must make a lowercase DNS name, e.g. {name}.gpu.org.")
+        raise ValidationError(_("The pattern must make a lowercase DNS name, e.g. {name}.gpu.org."))
 
 
 def default_ingress_labels() -> dict[str, str]:
@@ -54,18 +58,20 @@ def default_monitoring_labels() -> dict[str, str]:
 
 namespace_prefix_validator = RegexValidator(
     r"^[a-z0-9]([a-z0-9-]{0,8})?$",
-    "Up to 10 lowercase letters, digits and hyphens, starting with a letter or digit.",
+    gettext_lazy(
+        "Up to 10 lowercase letters, digits and hyphens, starting with a letter or digit."
+    ),
 )
 
 
 class ClusterMode(models.TextChoices):
-    KUBERNETES = "kubernetes", "kubernetes (apply)"
-    DRY_RUN = "dry-run", "dry-run (render and record only)"
+    KUBERNETES = "kubernetes", gettext_lazy("kubernetes (apply)")
+    DRY_RUN = "dry-run", gettext_lazy("dry-run (render and record only)")
 
 
 class Connection(models.TextChoices):
-    IN_CLUSTER = "in-cluster", "in-cluster service account"
-    KUBECONFIG = "kubeconfig", "kubeconfig file (mounted from a secret)"
+    IN_CLUSTER = "in-cluster", gettext_lazy("in-cluster service account")
+    KUBECONFIG = "kubeconfig", gettext_lazy("kubeconfig file (mounted from a secret)")
 
 
 class Cluster(models.Model):
@@ -79,7 +85,7 @@ class Cluster(models.Model):
         max_length=63,
         unique=True,
         validators=[slug_validator],
-        help_text="Matches the cluster name of its GPU pools.",
+        help_text=gettext_lazy("Matches the cluster name of its GPU pools."),
     )
     mode = models.CharField(max_length=16, choices=ClusterMode.choices, default=ClusterMode.DRY_RUN)
     connection = models.CharField(
@@ -115,12 +121,12 @@ class Cluster(models.Model):
         max_length=500,
         blank=True,
         validators=[URLValidator(schemes=["http", "https"])],
-        help_text="Empty: PROMETHEUS_URL",
+        help_text=gettext_lazy("Empty: PROMETHEUS_URL"),
     )
     metrics_interval_seconds = models.PositiveIntegerField(
         default=30,
         validators=[MinValueValidator(1), MaxValueValidator(3600)],
-        help_text="The scrape interval of kube-state-metrics and the DCGM exporter",
+        help_text=gettext_lazy("The scrape interval of kube-state-metrics and the DCGM exporter"),
     )
     enabled = models.BooleanField(default=True)
     capacity_collected_at = models.DateTimeField(null=True, blank=True)
@@ -149,17 +155,17 @@ class Cluster(models.Model):
 
 
 class RunKind(models.TextChoices):
-    BUNDLE = "bundle", "apply the tenant bundle"
-    REPAIR = "repair", "repair drift"
-    DELETE = "delete", "delete the namespace"
-    NOTEBOOK = "notebook", "apply a notebook's objects"
+    BUNDLE = "bundle", gettext_lazy("apply the tenant bundle")
+    REPAIR = "repair", gettext_lazy("repair drift")
+    DELETE = "delete", gettext_lazy("delete the namespace")
+    NOTEBOOK = "notebook", gettext_lazy("apply a notebook's objects")
 
 
 class RunState(models.TextChoices):
-    QUEUED = "queued", "queued"
-    RUNNING = "running", "running"
-    SUCCEEDED = "succeeded", "succeeded"
-    FAILED = "failed", "failed"
+    QUEUED = "queued", gettext_lazy("queued")
+    RUNNING = "running", gettext_lazy("running")
+    SUCCEEDED = "succeeded", gettext_lazy("succeeded")
+    FAILED = "failed", gettext_lazy("failed")
 
 
 UNFINISHED_RUN_STATES = (RunState.QUEUED, RunState.RUNNING)
@@ -195,7 +201,7 @@ class ProvisioningRun(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     claimed_by = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
-    manifests = models.TextField(blank=True, help_text="The rendered bundle, as YAML")
+    manifests = models.TextField(blank=True, help_text=gettext_lazy("The rendered bundle, as YAML"))
     api_requests = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -219,14 +225,14 @@ class ProvisioningRun(models.Model):
 
 
 class Outcome(models.TextChoices):
-    CREATED = "created", "created"
-    CONFIGURED = "configured", "configured"
-    UNCHANGED = "unchanged", "unchanged"
-    DELETED = "deleted", "deleted"
-    SCALED_DOWN = "scaled-down", "scaled to zero"
-    RENDERED = "rendered", "rendered (dry-run)"
-    FAILED = "failed", "failed"
-    SKIPPED = "skipped", "skipped"
+    CREATED = "created", gettext_lazy("created")
+    CONFIGURED = "configured", gettext_lazy("configured")
+    UNCHANGED = "unchanged", gettext_lazy("unchanged")
+    DELETED = "deleted", gettext_lazy("deleted")
+    SCALED_DOWN = "scaled-down", gettext_lazy("scaled to zero")
+    RENDERED = "rendered", gettext_lazy("rendered (dry-run)")
+    FAILED = "failed", gettext_lazy("failed")
+    SKIPPED = "skipped", gettext_lazy("skipped")
 
 
 class ProvisioningResult(models.Model):
@@ -287,8 +293,12 @@ class OfferingCapacity(models.Model):
     gpu_model = models.CharField(max_length=100)
     offering = models.ForeignKey("catalog.Offering", on_delete=models.CASCADE, related_name="+")
     nodes = models.PositiveIntegerField()
-    total = models.PositiveIntegerField(help_text="Units of the offering the pool's nodes offer")
-    free = models.PositiveIntegerField(help_text="Units not requested by running pods")
+    total = models.PositiveIntegerField(
+        help_text=gettext_lazy("Units of the offering the pool's nodes offer")
+    )
+    free = models.PositiveIntegerField(
+        help_text=gettext_lazy("Units not requested by running pods")
+    )
     collected_at = models.DateTimeField()
 
     class Meta:

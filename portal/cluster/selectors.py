@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Prefetch, QuerySet
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
@@ -273,14 +274,14 @@ def cluster_registered(name: str) -> bool:
 
 def clusters_for_admin(user: User) -> QuerySet[Cluster]:
     if not user.is_portal_admin:
-        raise NotFound("There is no such page.")
+        raise NotFound(_("There is no such page."))
     return Cluster.objects.all()
 
 
 def capacities_for(user: User) -> QuerySet[OfferingCapacity]:
     """Capacity for those who may request GPUs (members of a tenant, admins); NotFound else."""
     if not (user.is_portal_admin or tenants_of(user).exists()):
-        raise NotFound("There is no such page.")
+        raise NotFound(_("There is no such page."))
     return offering_capacities()
 
 
@@ -294,5 +295,5 @@ def cluster_for(user: User, name: str) -> Cluster:
     """One cluster, for admins; NotFound for everyone else."""
     cluster = clusters_for_admin(user).filter(name=name).first()
     if cluster is None:
-        raise NotFound(f"There is no cluster {name!r}.")
+        raise NotFound(_("There is no cluster %(name)r.") % {"name": name})
     return cluster

@@ -9,6 +9,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from portal.cluster import services
@@ -60,7 +62,7 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def run_retry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run = provisioning_run_for(request.user, pk)
     services.provisioning_run_retry(actor=request.user, run=run)
-    messages.success(request, f"Run {run.pk} is queued again.")
+    messages.success(request, _("Run %(pk)s is queued again.") % {"pk": run.pk})
     return redirect("cluster:run", pk=run.pk)
 
 
@@ -109,19 +111,25 @@ def _cluster_form_page(
 
     def saved(done: Cluster) -> HttpResponse:
         messages.success(
-            request, f"Cluster {done.name} is saved; its tenants are being provisioned."
+            request,
+            _("Cluster %(name)s is saved; its tenants are being provisioned.")
+            % {"name": done.name},
         )
         return redirect("cluster:detail", name=done.name)
 
-    title = f"Edit cluster {cluster.name}" if cluster else "Register a cluster"
+    title = (
+        _("Edit cluster %(name)s") % {"name": cluster.name} if cluster else _("Register a cluster")
+    )
     return form_page(
         request,
         form=form,
         template="core/form.html",
         context={
             "title": title,
-            "intro": "Credentials stay out of the portal's database: use the portal's own "
-            "service account (in-cluster) or a kubeconfig file mounted from a secret.",
+            "intro": _(
+                "Credentials stay out of the portal's database: use the portal's own "
+                "service account (in-cluster) or a kubeconfig file mounted from a secret."
+            ),
             "cancel_url": reverse("cluster:detail", args=[cluster.name])
             if cluster
             else reverse("cluster:clusters"),
@@ -143,7 +151,9 @@ def cluster_edit(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
 
 
 class RefreshForm(forms.Form):
-    action = forms.ChoiceField(choices=[("reconcile", "reconcile"), ("capacity", "capacity")])
+    action = forms.ChoiceField(
+        choices=[("reconcile", gettext_lazy("reconcile")), ("capacity", gettext_lazy("capacity"))]
+    )
 
 
 @login_required
@@ -152,8 +162,14 @@ def cluster_refresh(request: AuthenticatedHttpRequest, name: str) -> HttpRespons
     cluster = cluster_for(request.user, name)
     form = RefreshForm(request.POST)
     if not form.is_valid():
-        raise ValidationFailed("Choose reconcile or capacity.", fields={"action": ["Required."]})
+        raise ValidationFailed(
+            _("Choose reconcile or capacity."), fields={"action": [_("Required.")]}
+        )
     what = form.cleaned_data["action"]
     services.cluster_refresh_request(actor=request.user, cluster=cluster, what=what)
-    messages.success(request, f"{what.capitalize()} of {cluster.name} is queued.")
+    queued = {
+        "reconcile": _("Reconcile of %(name)s is queued."),
+        "capacity": _("Capacity of %(name)s is queued."),
+    }
+    messages.success(request, queued[what] % {"name": cluster.name})
     return redirect("cluster:detail", name=cluster.name)

@@ -3,6 +3,7 @@
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -59,7 +60,7 @@ class NotebookList(ListModelMixin, GenericAPIView[Notebook]):
 def _keep_workspace(request: Request) -> bool:
     value = request.query_params.get("keep_workspace", "true").lower()
     if value not in ("true", "false"):
-        raise ValidationFailed.on("keep_workspace", "Write true or false.")
+        raise ValidationFailed.on("keep_workspace", _("Write true or false."))
     return value == "true"
 
 

@@ -1,6 +1,8 @@
 from django import forms
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from portal.allocations.forms import GpuRequestForm
 from portal.allocations.models import GpuRequest
@@ -18,26 +20,29 @@ class LaunchForm(GpuRequestForm):
 
     allocation = forms.ChoiceField(
         required=False,
-        label="Run on",
-        help_text="One of your allocations, or new GPUs requested with this launch.",
+        label=_("Run on"),
+        help_text=_("One of your allocations, or new GPUs requested with this launch."),
     )
-    image = forms.ChoiceField(help_text="Images admins keep for notebooks.")
+    image = forms.ChoiceField(label=_("Image"), help_text=_("Images admins keep for notebooks."))
     name = forms.CharField(
-        required=False, max_length=40, help_text="Lowercase letters, digits and hyphens."
+        label=_("Name"),
+        required=False,
+        max_length=40,
+        help_text=_("Lowercase letters, digits and hyphens."),
     )
     # As the notebook's column stores it: up to 999.999 cores.
     cpu_cores = forms.DecimalField(
-        label="CPU cores", initial="4", max_digits=6, decimal_places=3, min_value=0
+        label=_("CPU cores"), initial="4", max_digits=6, decimal_places=3, min_value=0
     )
     memory_gib = forms.IntegerField(
-        label="Memory (GiB)", initial=16, min_value=1, max_value=INTEGER_MAX
+        label=_("Memory (GiB)"), initial=16, min_value=1, max_value=INTEGER_MAX
     )
     workspace_gib = forms.IntegerField(
-        label="Workspace (GiB)",
+        label=_("Workspace (GiB)"),
         initial=20,
         min_value=1,
         max_value=INTEGER_MAX,
-        help_text="Kept when the notebook stops.",
+        help_text=_("Kept when the notebook stops."),
     )
     field_order = ["allocation", "tenant", "offering", "count", "duration_hours", "justification"]
 
@@ -55,19 +60,28 @@ class LaunchForm(GpuRequestForm):
         mine = [
             (
                 str(allocation.pk),
-                (
-                    f"#{allocation.pk} · {allocation.count} x {allocation.offering.name} "
-                    f"({gpu_eq_display(allocation.gpu_eq)} GPU-eq) in {allocation.tenant.slug}, "
-                    f"{allocation.state}"
-                ),
+                gettext(
+                    "#%(pk)s · %(count)s x %(offering)s (%(gpu_eq)s GPU-eq) in %(tenant)s, "
+                    "%(state)s"
+                )
+                % {
+                    "pk": allocation.pk,
+                    "count": allocation.count,
+                    "offering": allocation.offering.name,
+                    "gpu_eq": gpu_eq_display(allocation.gpu_eq),
+                    "tenant": allocation.tenant.slug,
+                    "state": allocation.get_state_display(),
+                },
             )
             for allocation in allocations
         ]
-        new = ("", "New GPUs: request them with this launch")
+        new = ("", gettext("New GPUs: request them with this launch"))
         self.fields["allocation"].choices = [new, *mine]  # type: ignore[attr-defined]
         self.fields["image"].choices = [  # type: ignore[attr-defined]
-            (image.slug, f"{image.name} ({', '.join(image.vendors) or 'any GPU'})")
+            (image.slug, f"{image.name} ({', '.join(image.vendors) or gettext('any GPU')})")
             for image in images
         ]
         limit = settings.PORTAL_NOTEBOOK_MAX_CPU
-        self.fields["cpu_cores"].help_text = f"Up to {limit}, within the tenant's CPU quota."
+        self.fields["cpu_cores"].help_text = gettext(
+            "Up to %(limit)s, within the tenant's CPU quota."
+        ) % {"limit": limit}

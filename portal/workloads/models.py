@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy, pgettext_lazy
 
 from portal.accounts.models import User
 from portal.core.validators import slug_validator
@@ -11,20 +12,20 @@ from tenants.access import tenants_led_by, tenants_of
 class Desired(models.TextChoices):
     """What the owner asked for; the state says how far the cluster has got."""
 
-    RUNNING = "running", "running"
-    STOPPED = "stopped", "stopped"
-    DELETED = "deleted", "deleted"
+    RUNNING = "running", gettext_lazy("running")
+    STOPPED = "stopped", gettext_lazy("stopped")
+    DELETED = "deleted", gettext_lazy("deleted")
 
 
 class NotebookState(models.TextChoices):
-    WAITING = "waiting", "waiting for approval"
-    PENDING = "pending", "pending"
-    RUNNING = "running", "running"
-    STOPPING = "stopping", "stopping"
-    STOPPED = "stopped", "stopped"
-    FAILED = "failed", "failed"
-    DELETING = "deleting", "deleting"
-    DELETED = "deleted", "deleted"
+    WAITING = "waiting", gettext_lazy("waiting for approval")
+    PENDING = "pending", pgettext_lazy("notebook state", "pending")
+    RUNNING = "running", gettext_lazy("running")
+    STOPPING = "stopping", gettext_lazy("stopping")
+    STOPPED = "stopped", gettext_lazy("stopped")
+    FAILED = "failed", gettext_lazy("failed")
+    DELETING = "deleting", gettext_lazy("deleting")
+    DELETED = "deleted", gettext_lazy("deleted")
 
 
 # States that change without anyone acting: pages poll while a notebook is in one of them.
@@ -61,14 +62,16 @@ class Notebook(models.Model):
     state = models.CharField(
         max_length=16, choices=NotebookState.choices, default=NotebookState.PENDING
     )
-    reason = models.TextField(blank=True, help_text="Why it waits, or why it failed")
+    reason = models.TextField(blank=True, help_text=gettext_lazy("Why it waits, or why it failed"))
     keep_workspace = models.BooleanField(
-        default=True, help_text="Kept when the notebook is deleted"
+        default=True, help_text=gettext_lazy("Kept when the notebook is deleted")
     )
     # Jupyter's token, handed to the server through a Secret and shown only to the owner.
     token = models.CharField(max_length=64)
     url = models.CharField(max_length=500, blank=True)
-    events = models.JSONField(default=list, blank=True, help_text="Warnings last seen")
+    events = models.JSONField(
+        default=list, blank=True, help_text=gettext_lazy("Warnings last seen")
+    )
     observed_at = models.DateTimeField(null=True, blank=True)
     observe_requested_at = models.DateTimeField(null=True, blank=True)
     running_since = models.DateTimeField(null=True, blank=True)

@@ -9,6 +9,7 @@ tenant's; admins any).
 from collections.abc import Iterable
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
@@ -77,11 +78,15 @@ def image_for_launch(slug: str, offering: Offering) -> NotebookImage:
     """The enabled image `slug` if it suits the offering's GPU vendor; else a field error."""
     image = images_for_launch().filter(slug=slug).first()
     if image is None:
-        raise ValidationFailed.on("image", f"{slug!r} is not on the list of notebook images.")
+        raise ValidationFailed.on(
+            "image", _("%(slug)r is not on the list of notebook images.") % {"slug": slug}
+        )
     vendor = offering.gpu_model.vendor
     if not image.suits(vendor):
         raise ValidationFailed.on(
-            "image", f"{image.name} does not suit {vendor} GPUs; pick one made for them."
+            "image",
+            _("%(image)s does not suit %(vendor)s GPUs; pick one made for them.")
+            % {"image": image.name, "vendor": vendor},
         )
     return image
 
@@ -103,7 +108,9 @@ def cluster_for_offering(offering: Offering) -> Cluster:
     for cluster in clusters:
         if cluster.name not in described:
             return cluster
-    raise ValidationFailed.on("offering", f"No enabled cluster runs {offering.name}.")
+    raise ValidationFailed.on(
+        "offering", _("No enabled cluster runs %(offering)s.") % {"offering": offering.name}
+    )
 
 
 def _host(notebook: Notebook) -> str:

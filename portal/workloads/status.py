@@ -8,6 +8,8 @@ not create it (a namespace quota refusal, most often).
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from portal.workloads.models import Desired, NotebookState
 
 IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
@@ -79,16 +81,16 @@ def _pod_state(pod: dict[str, Any]) -> tuple[NotebookState, str]:  # noqa: PLR09
     if phase == "Running" and (conditions.get("Ready") or {}).get("status") == "True":
         return NotebookState.RUNNING, ""
     if phase == "Running":
-        return NotebookState.PENDING, "Starting: Jupyter is not ready yet."
+        return NotebookState.PENDING, gettext_noop("Starting: Jupyter is not ready yet.")
     if waiting:
         return NotebookState.PENDING, f"{waiting[0]}: {waiting[1]}".rstrip(": ")
-    return NotebookState.PENDING, "Starting: the container is being created."
+    return NotebookState.PENDING, gettext_noop("Starting: the container is being created.")
 
 
 def _no_pod_reason(events: list[dict[str, Any]]) -> str:
     refusals = [event for event in events if event.get("reason") == "FailedCreate"]
     if not refusals:
-        return "Waiting for the pod to be created."
+        return gettext_noop("Waiting for the pod to be created.")
     message = str(refusals[-1].get("message", ""))
     if "exceeded quota" in message:
         return f"Quota exceeded: {message}"
@@ -104,10 +106,12 @@ def notebook_observed(
     if desired == Desired.STOPPED:
         if pod is None:
             return Observed(NotebookState.STOPPED, events=kept)
-        return Observed(NotebookState.STOPPING, "Waiting for the pod to end.", kept)
+        return Observed(NotebookState.STOPPING, gettext_noop("Waiting for the pod to end."), kept)
     if pod is None:
         return Observed(NotebookState.PENDING, _no_pod_reason(events), kept)
     if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        return Observed(NotebookState.PENDING, "The previous pod is still ending.", kept)
+        return Observed(
+            NotebookState.PENDING, gettext_noop("The previous pod is still ending."), kept
+        )
     state, reason = _pod_state(pod)
     return Observed(state, reason, kept)

@@ -91,7 +91,7 @@ def notebook_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
 
     def launched(notebook: Notebook) -> HttpResponse:
-        messages.success(request, f"Notebook {notebook.name} is launching.")
+        messages.success(request, _("Notebook %(name)s is launching.") % {"name": notebook.name})
         return redirect("workloads:detail", pk=notebook.pk)
 
     return form_page(
@@ -136,15 +136,21 @@ def notebook_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> 
     notebook = notebook_for(request.user, pk)
     if action == "start":
         services.notebook_start(actor=request.user, notebook=notebook)
-        messages.success(request, f"Notebook {notebook.name} is starting.")
+        messages.success(request, _("Notebook %(name)s is starting.") % {"name": notebook.name})
     elif action == "stop":
         services.notebook_stop(actor=request.user, notebook=notebook)
-        messages.success(request, f"Notebook {notebook.name} is stopping; its workspace stays.")
+        messages.success(
+            request,
+            _("Notebook %(name)s is stopping; its workspace stays.") % {"name": notebook.name},
+        )
     elif action == "snooze":
         services.notebook_snooze(actor=request.user, notebook=notebook)
-        messages.success(request, f"Notebook {notebook.name} will not be stopped as idle for now.")
+        messages.success(
+            request,
+            _("Notebook %(name)s will not be stopped as idle for now.") % {"name": notebook.name},
+        )
     else:
-        raise NotFound(f"There is no action {action!r}.")
+        raise NotFound(_("There is no action %(action)r.") % {"action": action})
     back = request.POST.get("next", "")
     if back == "list":
         return redirect("workloads:list")
@@ -161,12 +167,14 @@ def notebook_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     keep = request.POST.get("keep_workspace", "")
     if keep not in ("yes", "no"):
         context["error"] = ValidationFailed.on(
-            "keep_workspace", "Say whether to keep the workspace."
+            "keep_workspace", _("Say whether to keep the workspace.")
         ).message
         return render(request, "workloads/delete_confirm.html", context, status=400)
     services.notebook_delete(actor=request.user, notebook=notebook, keep_workspace=keep == "yes")
-    kept = "kept" if keep == "yes" else "deleted"
-    messages.success(
-        request, f"Notebook {notebook.name} is being deleted; its workspace is {kept}."
+    done = (
+        _("Notebook %(name)s is being deleted; its workspace is kept.")
+        if keep == "yes"
+        else _("Notebook %(name)s is being deleted; its workspace is deleted.")
     )
+    messages.success(request, done % {"name": notebook.name})
     return redirect("workloads:list")

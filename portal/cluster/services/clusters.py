@@ -3,6 +3,8 @@
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from portal.accounts.models import User
 from portal.cluster.models import Cluster
@@ -40,7 +42,7 @@ _CLEAN = {"exclude": ["capacity_collected_at", "reconciled_at"]}
 def _cluster_check(cluster: Cluster) -> None:
     if cluster.connection == "kubeconfig" and not cluster.kubeconfig_path:
         raise ValidationFailed.on(
-            "kubeconfig_path", "Give the path of the kubeconfig file mounted from a secret."
+            "kubeconfig_path", _("Give the path of the kubeconfig file mounted from a secret.")
         )
 
 
@@ -65,10 +67,14 @@ def cluster_create(*, actor: User | None, name: str, **fields: Any) -> Cluster:
     """
     unknown = set(fields) - set(CLUSTER_FIELDS)
     if unknown:
-        raise ValidationFailed(f"Unknown fields: {', '.join(sorted(unknown))}.")
+        raise ValidationFailed(
+            _("Unknown fields: %(fields)s.") % {"fields": ", ".join(sorted(unknown))}
+        )
     cluster = Cluster(name=name, **fields)
     if Cluster.objects.filter(name=name).exists():
-        raise Conflict(f"A cluster {name!r} exists already.", fields={"name": ["Taken."]})
+        raise Conflict(
+            _("A cluster %(name)r exists already.") % {"name": name}, fields={"name": [_("Taken.")]}
+        )
     _cluster_clean(cluster)
     cluster.save()
     audit_record(
@@ -77,7 +83,7 @@ def cluster_create(*, actor: User | None, name: str, **fields: Any) -> Cluster:
         target=cluster,
         changes=changes_between({}, snapshot(cluster, ("name", *CLUSTER_FIELDS))),
     )
-    _provision_every_tenant(cluster, reason="cluster added", actor=actor)
+    _provision_every_tenant(cluster, reason=gettext_noop("cluster added"), actor=actor)
     return cluster
 
 
@@ -89,7 +95,7 @@ def cluster_update(*, actor: User, cluster: Cluster, **fields: Any) -> Cluster:
         # The namespaces already made would be left behind, quotas and bindings intact.
         raise ValidationFailed.on(
             "namespace_prefix",
-            "Cannot change once namespaces exist; register a new cluster instead.",
+            _("Cannot change once namespaces exist; register a new cluster instead."),
         )
     changes = instance_update(
         actor=actor,
@@ -101,7 +107,7 @@ def cluster_update(*, actor: User, cluster: Cluster, **fields: Any) -> Cluster:
         check=_cluster_check,
     )
     if changes:
-        _provision_every_tenant(cluster, reason="cluster changed", actor=actor)
+        _provision_every_tenant(cluster, reason=gettext_noop("cluster changed"), actor=actor)
     return cluster
 
 
@@ -113,6 +119,6 @@ def cluster_refresh_request(*, actor: User, cluster: Cluster, what: str) -> None
 
     tasks = {"reconcile": reconcile_cluster, "capacity": collect_cluster_capacity}
     if what not in tasks:
-        raise ValidationFailed.on("action", f"Unknown action {what!r}.")
+        raise ValidationFailed.on("action", _("Unknown action %(what)r.") % {"what": what})
     audit_record(actor=actor, action=f"cluster.{what}_requested", target=cluster)
     tasks[what].delay(cluster.pk)

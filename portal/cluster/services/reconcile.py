@@ -6,6 +6,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from portal.cluster.gateway import KubernetesGateway
 from portal.cluster.manifests import BUNDLE_SELECTOR, tenant_bundle_manifests
@@ -79,7 +80,10 @@ def _reconcile(cluster: Cluster, gateway: KubernetesGateway) -> ReconcileReport:
             if live_namespace is None or live_namespace["metadata"].get("deletionTimestamp"):
                 continue  # gone, or going
             drift = {f"Namespace/{namespace}": ["(archived)"]}
-            kind, reason = RunKind.DELETE, "drift: archived tenant's namespace still exists"
+            kind, reason = (
+                RunKind.DELETE,
+                gettext_noop("drift: archived tenant's namespace still exists"),
+            )
         else:
             live = LiveBundle(namespace=live_namespace, objects=objects.get(namespace, {}))
             drift = _drift(tenant_bundle_manifests(inputs[tenant.pk].spec), live)

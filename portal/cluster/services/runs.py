@@ -18,6 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest
@@ -142,10 +143,13 @@ def provisioning_run_retry(*, actor: User, run: ProvisioningRun) -> Provisioning
     """Queue a failed run again. Admins only (PermissionDenied otherwise); InvalidTransition
     when the run has not failed."""
     if not actor.is_portal_admin:
-        raise PermissionDenied("Only admins retry provisioning runs.")
+        raise PermissionDenied(_("Only admins retry provisioning runs."))
     locked = ProvisioningRun.objects.select_for_update().get(pk=run.pk)
     if locked.state != RunState.FAILED:
-        raise InvalidTransition(f"Run {locked.pk} is {locked.state}; only failed runs are retried.")
+        raise InvalidTransition(
+            _("Run %(pk)s is %(state)s; only failed runs are retried.")
+            % {"pk": locked.pk, "state": locked.get_state_display()}
+        )
     locked.state = RunState.QUEUED
     locked.attempts = 0  # a fresh set of attempts for transient failures
     locked.save(update_fields=["state", "attempts"])

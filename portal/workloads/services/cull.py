@@ -6,7 +6,8 @@ from datetime import datetime
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 
 from portal.core.audit import audit_record
 from portal.workloads.models import Desired, Notebook, NotebookState
@@ -63,16 +64,28 @@ def notebook_cull_notice(
 
 
 def cull_notice_send(*, notebook_id: int) -> int:
-    """Email the owner that their notebook will be stopped as idle. Returns messages sent."""
+    """Email the owner that their notebook will be stopped as idle, in the owner's language
+    when they saved one (else the portal's default). Returns messages sent."""
     notebook = Notebook.objects.select_related("owner", "tenant").filter(pk=notebook_id).first()
     if notebook is None or notebook.cull_at is None or not notebook.owner.email:
         return 0
-    when = f"{notebook.cull_at:%Y-%m-%d %H:%M} UTC"
-    link = f"{settings.PORTAL_BASE_URL}/notebooks/{notebook.pk}/"
-    subject = f"Notebook {notebook.name} is idle and stops at {when}"
-    body = (
-        f"Your notebook {notebook.name} in {notebook.tenant.slug} has been idle since "
-        f"{notebook.idle_since:%H:%M} UTC. It will be stopped at {when}; the workspace is kept.\n"
-        f"Use it, or snooze it here: {link}\n"
-    )
+    # The owner's saved language (accounts' `User.language`, where it exists), else the default.
+    language = getattr(notebook.owner, "language", "") or settings.LANGUAGE_CODE
+    values = {
+        "name": notebook.name,
+        "tenant": notebook.tenant.slug,
+        "when": f"{notebook.cull_at:%Y-%m-%d %H:%M}",
+        "idle_since": f"{notebook.idle_since:%H:%M}",
+        "link": f"{settings.PORTAL_BASE_URL}/notebooks/{notebook.pk}/",
+    }
+    with translation.override(language):
+        subject = _("Notebook %(name)s is idle and stops at %(when)s UTC") % values
+        body = (
+            _(
+                "Your notebook %(name)s in %(tenant)s has been idle since %(idle_since)s UTC. "
+                "It will be stopped at %(when)s UTC; the workspace is kept.\n"
+                "Use it, or snooze it here: %(link)s\n"
+            )
+            % values
+        )
     return send_mail(subject, body, None, [notebook.owner.email])

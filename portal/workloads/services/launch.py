@@ -9,6 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest, RequestState
@@ -38,9 +40,9 @@ def _decimal(value: Any, field: str) -> Decimal:
     try:
         number = Decimal(str(value).strip())
     except InvalidOperation:
-        raise ValidationFailed.on(field, "Write a number, e.g. 4 or 0.5.") from None
+        raise ValidationFailed.on(field, _("Write a number, e.g. 4 or 0.5.")) from None
     if not number.is_finite():
-        raise ValidationFailed.on(field, "Write a number, e.g. 4 or 0.5.")
+        raise ValidationFailed.on(field, _("Write a number, e.g. 4 or 0.5."))
     return number
 
 
@@ -48,7 +50,7 @@ def _whole(value: Any, field: str) -> int:
     try:
         return int(str(value).strip())
     except ValueError:
-        raise ValidationFailed.on(field, "Write a whole number.") from None
+        raise ValidationFailed.on(field, _("Write a whole number.")) from None
 
 
 def _sizes(
@@ -59,29 +61,35 @@ def _sizes(
     cpu_limit = min(Decimal(settings.PORTAL_NOTEBOOK_MAX_CPU), Decimal(tenant.cpu_cores_quota))
     # The limit first: quantize() of a number with a huge exponent (1e999999) raises.
     if cpu > cpu_limit:
-        raise ValidationFailed.on("cpu_cores", f"At most {cpu_limit} cores per notebook here.")
+        raise ValidationFailed.on(
+            "cpu_cores", _("At most %(limit)s cores per notebook here.") % {"limit": cpu_limit}
+        )
     if cpu < Decimal("0.1") or cpu != cpu.quantize(Decimal("0.001")):
-        raise ValidationFailed.on("cpu_cores", "Ask for at least 0.1 cores, in steps of 0.001.")
+        raise ValidationFailed.on("cpu_cores", _("Ask for at least 0.1 cores, in steps of 0.001."))
     memory = _whole(memory_gib, "memory_gib")
     memory_limit = min(settings.PORTAL_NOTEBOOK_MAX_MEMORY_GIB, tenant.memory_gib_quota)
     if not 1 <= memory <= memory_limit:
-        raise ValidationFailed.on("memory_gib", f"Between 1 and {memory_limit} GiB here.")
+        raise ValidationFailed.on(
+            "memory_gib", _("Between 1 and %(limit)s GiB here.") % {"limit": memory_limit}
+        )
     workspace = _whole(workspace_gib, "workspace_gib")
     workspace_limit = min(settings.PORTAL_NOTEBOOK_MAX_WORKSPACE_GIB, tenant.storage_gib_quota)
     if not 1 <= workspace <= workspace_limit:
-        raise ValidationFailed.on("workspace_gib", f"Between 1 and {workspace_limit} GiB here.")
+        raise ValidationFailed.on(
+            "workspace_gib", _("Between 1 and %(limit)s GiB here.") % {"limit": workspace_limit}
+        )
     return cpu, memory, workspace
 
 
 def _name(value: str, offering: Offering) -> str:
     name = (value or "").strip() or offering.slug[:40]
     if len(name) > 40:
-        raise ValidationFailed.on("name", "At most 40 characters.")
+        raise ValidationFailed.on("name", _("At most 40 characters."))
     try:
         slug_validator(name)
     except DjangoValidationError:
         raise ValidationFailed.on(
-            "name", "Lowercase letters, digits and hyphens, starting with a letter or digit."
+            "name", _("Lowercase letters, digits and hyphens, starting with a letter or digit.")
         ) from None
     return name
 
@@ -116,14 +124,16 @@ def notebook_launch(
     else:
         if not offering:
             raise ValidationFailed.on(
-                "allocation", "Pick an allocation, or an offering to request."
+                "allocation", _("Pick an allocation, or an offering to request.")
             )
         if not tenant:
-            raise ValidationFailed.on("tenant", "Pick the tenant to request the GPU in.")
+            raise ValidationFailed.on("tenant", _("Pick the tenant to request the GPU in."))
         home = tenant_for(actor, tenant, Access.REQUEST)
         found = Offering.objects.select_related("gpu_model").filter(slug=offering).first()
         if found is None:
-            raise ValidationFailed.on("offering", f"There is no offering {offering!r}.")
+            raise ValidationFailed.on(
+                "offering", _("There is no offering %(offering)r.") % {"offering": offering}
+            )
         chosen, allocation = found, None
     picked = selectors.image_for_launch(image, chosen)
     cpu, memory, workspace = _sizes(
@@ -153,7 +163,7 @@ def notebook_launch(
     )
     _allocation_ready(allocation)
     if Notebook.objects.filter(allocation=allocation).exclude(state=NotebookState.DELETED).exists():
-        raise Conflict(f"Allocation {allocation.pk} already has a notebook.")
+        raise Conflict(_("Allocation %(pk)s already has a notebook.") % {"pk": allocation.pk})
     notebook = Notebook(
         tenant=allocation.tenant,
         owner=actor,
@@ -171,13 +181,15 @@ def notebook_launch(
         with transaction.atomic():
             notebook.save()
     except IntegrityError:
-        raise Conflict(f"Allocation {allocation.pk} already has a notebook.") from None
+        raise Conflict(
+            _("Allocation %(pk)s already has a notebook.") % {"pk": allocation.pk}
+        ) from None
     _go(
         notebook,
         actor=actor,
         action="launch",
         before=None,
-        reason="Launching.",
+        reason=gettext_noop("Launching."),
         changes={
             "allocation": [None, allocation.pk],
             "image": [None, picked.image],

@@ -7,6 +7,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
@@ -44,7 +46,10 @@ def notebook_stop(*, actor: User | None, notebook: Notebook, reason: str = "") -
         _retry(locked, actor=actor, action="stop", to=NotebookState.STOPPING)
         return locked
     if locked.desired != Desired.RUNNING:
-        raise InvalidTransition(f"Notebook {locked.pk} is {locked.state}; it cannot be stopped.")
+        raise InvalidTransition(
+            _("Notebook %(pk)s is %(state)s; it cannot be stopped.")
+            % {"pk": locked.pk, "state": locked.get_state_display()}
+        )
     by = f" by {actor.username}" if actor is not None else ""
     _stop(locked, actor=actor, reason=reason or f"Stopped{by}.")
     return locked
@@ -58,17 +63,22 @@ def notebook_start(*, actor: User, notebook: Notebook) -> Notebook:
         locked.desired == Desired.RUNNING and locked.state == NotebookState.FAILED
     )
     if not startable:
-        raise InvalidTransition(f"Notebook {locked.pk} is {locked.state}; it cannot be started.")
+        raise InvalidTransition(
+            _("Notebook %(pk)s is %(state)s; it cannot be started.")
+            % {"pk": locked.pk, "state": locked.get_state_display()}
+        )
     _allocation_usable(
         locked.allocation,
-        ended="request GPUs again and launch a new notebook (this workspace stays until the "
-        "notebook is deleted).",
+        ended=_(
+            "request GPUs again and launch a new notebook (this workspace stays until the "
+            "notebook is deleted)."
+        ),
     )
     before = locked.state
     locked.desired = Desired.RUNNING
     locked.stopped_at = None
     _clear_culling(locked)
-    _go(locked, actor=actor, action="start", before=before, reason="Starting.")
+    _go(locked, actor=actor, action="start", before=before, reason=gettext_noop("Starting."))
     return locked
 
 
@@ -81,7 +91,10 @@ def notebook_delete(*, actor: User, notebook: Notebook, keep_workspace: bool) ->
         _retry(locked, actor=actor, action="delete", to=NotebookState.DELETING)
         return locked
     if locked.desired == Desired.DELETED:
-        raise InvalidTransition(f"Notebook {locked.pk} is {locked.state}; it is already deleted.")
+        raise InvalidTransition(
+            _("Notebook %(pk)s is %(state)s; it is already deleted.")
+            % {"pk": locked.pk, "state": locked.get_state_display()}
+        )
     before = locked.state
     applied = ProvisioningRun.objects.filter(notebook=locked).exists()
     locked.desired = Desired.DELETED
@@ -89,7 +102,9 @@ def notebook_delete(*, actor: User, notebook: Notebook, keep_workspace: bool) ->
     locked.running_since = None
     _clear_culling(locked)
     locked.state = NotebookState.DELETING if applied else NotebookState.DELETED
-    locked.reason = "Workspace kept." if keep_workspace else "Workspace deleted."
+    locked.reason = (
+        gettext_noop("Workspace kept.") if keep_workspace else gettext_noop("Workspace deleted.")
+    )
     locked.save()
     _audit(
         locked,
@@ -109,7 +124,8 @@ def notebook_snooze(*, actor: User, notebook: Notebook) -> Notebook:
     locked = _lock(notebook)
     if locked.desired != Desired.RUNNING or locked.state == NotebookState.FAILED:
         raise InvalidTransition(
-            f"Notebook {locked.pk} is {locked.state}; there is nothing to snooze."
+            _("Notebook %(pk)s is %(state)s; there is nothing to snooze.")
+            % {"pk": locked.pk, "state": locked.get_state_display()}
         )
     before = locked.snoozed_until
     locked.snoozed_until = timezone.now() + timedelta(minutes=settings.PORTAL_CULL_SNOOZE_MINUTES)
@@ -137,7 +153,13 @@ def notebooks_follow_allocation(*, allocation: GpuRequest, before: str, actor: U
     state = allocation.state
     for notebook in notebooks.exclude(desired=Desired.DELETED).select_related("tenant", "cluster"):
         if state in HOLDING_STATES and notebook.state == NotebookState.WAITING:
-            _go(notebook, actor=actor, action="launch", before=notebook.state, reason="Launching.")
+            _go(
+                notebook,
+                actor=actor,
+                action="launch",
+                before=notebook.state,
+                reason=gettext_noop("Launching."),
+            )
         elif state in (RequestState.REJECTED, RequestState.CANCELLED):
             previous = notebook.state
             notebook.desired, notebook.state = Desired.STOPPED, NotebookState.FAILED
@@ -204,10 +226,13 @@ def notebook_run_finished(run: ProvisioningRun) -> None:
     elif run.dry_run:
         # Nothing runs in a dry-run cluster: the notebook is as good as its manifests.
         notebook.state, notebook.running_since = NotebookState.RUNNING, now
-        notebook.reason = "Dry-run cluster: the objects were rendered, not applied."
+        notebook.reason = gettext_noop("Dry-run cluster: the objects were rendered, not applied.")
         notebook.url = selectors.notebook_url(notebook)
     else:
-        notebook.state, notebook.reason = NotebookState.PENDING, "Waiting for the pod."
+        notebook.state, notebook.reason = (
+            NotebookState.PENDING,
+            gettext_noop("Waiting for the pod."),
+        )
         notebook.url = selectors.notebook_url(notebook)
     notebook.save()
     if notebook.state != before:

@@ -5,6 +5,8 @@ import logging
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop, ngettext
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
@@ -72,7 +74,9 @@ def _go(
     applies it. Saves and audits."""
     waiting = notebook.allocation.state == RequestState.PENDING
     notebook.state = NotebookState.WAITING if waiting else NotebookState.PENDING
-    notebook.reason = "Waiting for a lead to approve the request." if waiting else reason
+    notebook.reason = (
+        gettext_noop("Waiting for a lead to approve the request.") if waiting else reason
+    )
     notebook.save()
     _audit(notebook, actor=actor, action=action, before=before, changes=changes)
     if not waiting:
@@ -103,7 +107,7 @@ def _stop(notebook: Notebook, *, actor: User | None, reason: str, action: str = 
 def _retry(notebook: Notebook, *, actor: User | None, action: str, to: NotebookState) -> None:
     """A stop or delete whose run failed: try it again (the pod may still hold the GPU)."""
     before = notebook.state
-    notebook.state, notebook.reason = to, "Trying again."
+    notebook.state, notebook.reason = to, gettext_noop("Trying again.")
     notebook.save()
     _audit(notebook, actor=actor, action=action, before=before, comment="retry after a failure")
     _queue_run(notebook, actor=actor, reason=f"{action} again")
@@ -118,15 +122,27 @@ def _allocation_usable(allocation: GpuRequest, *, ended: str) -> None:
     # The tenant first: suspending or archiving it also ended its allocations, and the
     # suspension is what the person must know about.
     if allocation.tenant.state != TenantState.ACTIVE:
-        raise InvalidTransition(f"Tenant {allocation.tenant.slug} is {allocation.tenant.state}.")
+        raise InvalidTransition(
+            _("Tenant %(tenant)s is %(state)s.")
+            % {"tenant": allocation.tenant.slug, "state": allocation.tenant.get_state_display()}
+        )
     if allocation.state not in (*HOLDING_STATES, RequestState.PENDING):
-        raise InvalidTransition(f"Allocation {allocation.pk} is {allocation.state}: {ended}")
+        raise InvalidTransition(
+            _("Allocation %(pk)s is %(state)s: %(ended)s")
+            % {"pk": allocation.pk, "state": allocation.get_state_display(), "ended": ended}
+        )
 
 
 def _allocation_ready(allocation: GpuRequest) -> None:
-    _allocation_usable(allocation, ended="launch on one that is approved or active.")
+    _allocation_usable(allocation, ended=_("launch on one that is approved or active."))
     limit = allocation.offering.max_units_per_workload
     if limit is not None and allocation.count > limit:
         raise ValidationFailed.on(
-            "allocation", f"{allocation.offering.name} allows {limit} unit(s) per notebook."
+            "allocation",
+            ngettext(
+                "%(offering)s allows %(limit)s unit per notebook.",
+                "%(offering)s allows %(limit)s units per notebook.",
+                limit,
+            )
+            % {"offering": allocation.offering.name, "limit": limit},
         )
