@@ -3,6 +3,7 @@ from fractions import Fraction
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 # Re-exported: memberships hold the role, which the accounts app defines with the global ones.
 from portal.accounts.models import MemberRole as MemberRole  # noqa: PLC0414
@@ -12,7 +13,8 @@ from portal.core.visibility import VisibleQuerySet
 
 
 class TenantState(models.TextChoices):
-    ACTIVE = "active", _("active")
+    # "active" also names an allocation's state, which reads differently in Chinese.
+    ACTIVE = "active", pgettext_lazy("tenant state", "active")
     SUSPENDED = "suspended", _("suspended")
     ARCHIVED = "archived", _("archived")
 
