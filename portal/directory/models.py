@@ -6,7 +6,7 @@ once that commits, so a Keycloak outage delays it but never loses it.
 
 from django.conf import settings
 from django.db import models
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
@@ -19,9 +19,9 @@ class ChangeKind(models.TextChoices):
 
 
 class ChangeState(models.TextChoices):
-    PENDING = "pending", _("pending")
-    SENT = "sent", _("sent")
-    FAILED = "failed", _("failed")
+    PENDING = "pending", pgettext_lazy("directory change", "pending")
+    SENT = "sent", pgettext_lazy("directory change", "sent")
+    FAILED = "failed", pgettext_lazy("directory change", "failed")
 
 
 class ChangeRole(models.TextChoices):
