@@ -195,8 +195,9 @@ def test_every_page_of_the_persona_has_no_axe_violations(
 
 @pytest.mark.parametrize("language", list(LOCALES))
 def test_the_sign_in_page_has_no_axe_violations(
-    browser: Browser, live_server: Any, axe_script: Path, language: str
+    browser: Browser, live_server: Any, axe_script: Path, language: str, settings: Any
 ) -> None:
+    settings.PORTAL_DEMO = True  # the page lists the demo's accounts too
     context = browser.new_context(locale=LOCALES[language])
     context.add_init_script(path=axe_script)
     page = context.new_page()
@@ -206,6 +207,7 @@ def test_the_sign_in_page_has_no_axe_violations(
         response = page.goto(f"{live_server.url}{reverse('accounts:login')}")
         assert response is not None
         assert response.headers["content-language"] == language
+        assert page.get_by_test_id("demo-accounts").count() == 1
         where = f"anonymous · sign-in · {language} · {width} px"
         found += [describe(violation, where) for violation in axe_violations(page)]
     context.close()
