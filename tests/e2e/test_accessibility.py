@@ -185,6 +185,8 @@ def test_every_page_of_the_persona_has_no_axe_violations(
         assert response is not None
         assert response.status == 200, f"{path} answered {response.status} to {persona}"
         assert response.headers["content-language"] == language
+        # Fragments htmx loads with the page are part of what people see.
+        page.wait_for_function("() => !document.querySelector('.htmx-request')")
         # The layout follows the viewport without a reload.
         for width, viewport in WIDTHS.items():
             page.set_viewport_size(viewport)
