@@ -4,6 +4,7 @@
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
@@ -82,5 +83,8 @@ class DirectoryReconcile(GenericAPIView[Any]):
     def post(self, request: Request) -> Response:
         body_fields_refuse(request.data)
         services.directory_reconcile_request(actor=api_user(request))
-        body = {"queued": True, "detail": "The report appears in directory/reports/."}
+        body = {
+            "queued": True,
+            "detail": _("The report appears in %(path)s.") % {"path": "directory/reports/"},
+        }
         return Response(body, status=status.HTTP_202_ACCEPTED)

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class DirectoryConfig(AppConfig):
     name = "portal.directory"
     label = "directory"
-    verbose_name = "Directory sync"
+    verbose_name = _("Directory sync")
 
     def ready(self) -> None:
         from portal.core.metrics import collector_register

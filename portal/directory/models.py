@@ -6,26 +6,28 @@ once that commits, so a Keycloak outage delays it but never loses it.
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.core.visibility import VisibleQuerySet, register_scope
 
 
 class ChangeKind(models.TextChoices):
-    TENANT = "tenant", "make sure the tenant's groups exist"
-    MEMBER = "member", "make a user's groups in the tenant match the role"
+    TENANT = "tenant", _("make sure the tenant's groups exist")
+    MEMBER = "member", _("make a user's groups in the tenant match the role")
 
 
 class ChangeState(models.TextChoices):
-    PENDING = "pending", "pending"
-    SENT = "sent", "sent"
-    FAILED = "failed", "failed"
+    PENDING = "pending", pgettext_lazy("directory change", "pending")
+    SENT = "sent", pgettext_lazy("directory change", "sent")
+    FAILED = "failed", pgettext_lazy("directory change", "failed")
 
 
 class ChangeRole(models.TextChoices):
-    NONE = "", "none (not a member)"
-    DEVELOPER = "developer", "developer"
-    LEAD = "lead", "lead"
+    NONE = "", _("none (not a member)")
+    DEVELOPER = "developer", _("developer")
+    LEAD = "lead", _("lead")
 
 
 class DirectoryChange(models.Model):
@@ -34,7 +36,9 @@ class DirectoryChange(models.Model):
 
     kind = models.CharField(max_length=16, choices=ChangeKind.choices)
     tenant_slug = models.CharField(max_length=61)
-    username = models.CharField(max_length=150, blank=True, help_text="Blank for a tenant change")
+    username = models.CharField(
+        max_length=150, blank=True, help_text=_("Blank for a tenant change")
+    )
     role = models.CharField(max_length=16, choices=ChangeRole.choices, blank=True)
     state = models.CharField(
         max_length=16, choices=ChangeState.choices, default=ChangeState.PENDING
@@ -69,8 +73,12 @@ class DirectoryChange(models.Model):
     def description(self) -> str:
         """What the change does, for people: `vision: rhea → lead`."""
         if self.kind == ChangeKind.TENANT:
-            return f"{self.tenant_slug}: groups"
-        return f"{self.tenant_slug}: {self.username} → {self.role or 'no role'}"
+            return gettext("%(tenant)s: groups") % {"tenant": self.tenant_slug}
+        return gettext("%(tenant)s: %(username)s → %(role)s") % {
+            "tenant": self.tenant_slug,
+            "username": self.username,
+            "role": self.role or gettext("no role"),
+        }
 
 
 class DirectoryReport(models.Model):
@@ -87,7 +95,7 @@ class DirectoryReport(models.Model):
     differences = models.JSONField(default=list, blank=True)
     groups_created = models.PositiveIntegerField(default=0)
     changes_queued = models.PositiveIntegerField(default=0)
-    tenants = models.PositiveIntegerField(default=0, help_text="Tenants compared")
+    tenants = models.PositiveIntegerField(default=0, help_text=_("Tenants compared"))
 
     class Meta:
         ordering = ["-started_at", "-id"]

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.core.errors import NotFound
@@ -13,7 +14,7 @@ from portal.directory.models import ChangeState, DirectoryChange, DirectoryRepor
 
 def _require_admin(user: User) -> None:
     if not user.is_portal_admin:
-        raise NotFound("There is no such page.")
+        raise NotFound(_("There is no such page."))
 
 
 def directory_changes_for(

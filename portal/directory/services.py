@@ -16,6 +16,7 @@ from typing import Literal
 from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.core.audit import audit_record
@@ -87,7 +88,7 @@ def directory_tenant_queue(*, tenant_slug: str, actor: User | None) -> Directory
     commits. None when the sync is off."""
     if not _sync_on():
         return None
-    change, _ = _queue(
+    change, _new = _queue(
         kind=ChangeKind.TENANT, tenant_slug=tenant_slug, username="", role="", actor=actor
     )
     return change
@@ -103,7 +104,7 @@ def directory_member_queue(
         return None
     if role and role not in ROLES:
         raise ValueError(f"Unknown role {role!r}")
-    change, _ = _queue(
+    change, _new = _queue(
         kind=ChangeKind.MEMBER, tenant_slug=tenant_slug, username=username, role=role, actor=actor
     )
     return change
@@ -216,7 +217,7 @@ def directory_changes_send(*, limit: int = SEND_BATCH) -> SendResult:
     """
     directory = KeycloakDirectory.from_settings()
     sent = failed = 0
-    for _ in range(limit):
+    for _attempt in range(limit):
         outcome = _send_next(directory)
         if outcome is None:
             break
@@ -238,13 +239,14 @@ def directory_change_retry(*, actor: User, change_id: int) -> DirectoryChange:
     later change for the same member is pending or sent (it decides; this one is superseded).
     """
     if not actor.is_portal_admin:
-        raise NotFound(f"There is no directory change {change_id}.")
+        raise NotFound(_("There is no directory change %(id)s.") % {"id": change_id})
     change = DirectoryChange.objects.select_for_update().filter(pk=change_id).first()
     if change is None:
-        raise NotFound(f"There is no directory change {change_id}.")
+        raise NotFound(_("There is no directory change %(id)s.") % {"id": change_id})
     if change.state != ChangeState.FAILED:
         raise InvalidTransition(
-            f"Change {change.pk} is {change.state}; only failed changes are retried."
+            _("Change %(id)s is %(state)s; only failed changes are retried.")
+            % {"id": change.pk, "state": change.get_state_display()}
         )
     if change.kind == ChangeKind.MEMBER:
         later = (
@@ -260,9 +262,17 @@ def directory_change_retry(*, actor: User, change_id: int) -> DirectoryChange:
         )
         if later is not None:
             raise Conflict(
-                f"Change {later.pk} for {change.username} in {change.tenant_slug} came after "
-                f"this one and is {later.state}: it decides their groups, so change "
-                f"{change.pk} is not sent again."
+                _(
+                    "Change %(later)s for %(username)s in %(tenant)s came after this one and "
+                    "is %(state)s: it decides their groups, so change %(id)s is not sent again."
+                )
+                % {
+                    "later": later.pk,
+                    "username": change.username,
+                    "tenant": change.tenant_slug,
+                    "state": later.get_state_display(),
+                    "id": change.pk,
+                }
             )
     change.state = ChangeState.PENDING
     change.attempts = 0
@@ -391,7 +401,7 @@ def _queue_fixes(differences: list[dict[str, str]], portal: dict[str, dict[str, 
             continue
         fixed.add((slug, username))
         role = portal.get(slug, {}).get(username, "")
-        _, created = _queue(
+        _change, created = _queue(
             kind=ChangeKind.MEMBER,
             tenant_slug=slug,
             username=username,
@@ -408,11 +418,18 @@ def directory_reconcile_request(*, actor: User) -> None:
 
     NotFound for anyone else; Conflict when the sync is off."""
     if not actor.is_portal_admin:
-        raise NotFound("There is no such page.")
+        raise NotFound(_("There is no such page."))
     if not _sync_on():
         raise Conflict(
-            "The Keycloak sync is off: set KEYCLOAK_ADMIN_CLIENT_ID and "
-            "KEYCLOAK_ADMIN_CLIENT_SECRET (and OIDC_ISSUER_URL) to turn it on."
+            _(
+                "The Keycloak sync is off: set %(client_id)s and %(secret)s (and %(issuer)s) "
+                "to turn it on."
+            )
+            % {
+                "client_id": "KEYCLOAK_ADMIN_CLIENT_ID",
+                "secret": "KEYCLOAK_ADMIN_CLIENT_SECRET",
+                "issuer": "OIDC_ISSUER_URL",
+            }
         )
     from portal.directory.tasks import reconcile_directory  # noqa: PLC0415  (cycle)
 

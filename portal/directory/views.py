@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from portal.core.http import AuthenticatedHttpRequest
@@ -77,7 +78,11 @@ def status(request: AuthenticatedHttpRequest) -> HttpResponse:
 def retry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     change = directory_change_for(request.user, pk)
     services.directory_change_retry(actor=request.user, change_id=change.pk)
-    messages.success(request, f"Change {change.pk} ({change.description}) is queued again.")
+    messages.success(
+        request,
+        _("Change %(id)s (%(description)s) is queued again.")
+        % {"id": change.pk, "description": change.description},
+    )
     return redirect("directory:status")
 
 
@@ -85,6 +90,6 @@ def retry(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def reconcile(request: AuthenticatedHttpRequest) -> HttpResponse:
     services.directory_reconcile_request(actor=request.user)
-    messages.success(request, "A reconcile with Keycloak is queued; its report appears below.")
+    messages.success(request, _("A reconcile with Keycloak is queued; its report appears below."))
     # The page polls until a report newer than this appears.
     return redirect(f"{reverse('directory:status')}?reconcile={int(time.time())}")

@@ -1,7 +1,8 @@
 """The test command: `python -m tests.harness [pytest arguments]` (what `make test` runs).
 
-1. Installs the system packages the suite needs (PostgreSQL, Redis, Prometheus, Chromium)
-   through apt when they are missing and we are root; otherwise says what to install.
+1. Installs the system packages the suite needs (PostgreSQL, Redis, Prometheus, Chromium, npm)
+   through apt when they are missing and we are root; otherwise says what to install; then the
+   browser tests' npm tools (axe-core) from tests/e2e/package-lock.json.
 2. Starts throwaway PostgreSQL, Redis and Prometheus servers on free loopback ports.
 3. Runs ruff, mypy, the import contracts (lint-imports) and the whole pytest suite against them.
 4. Stops what it started, also when a step fails or the run is interrupted.
@@ -36,6 +37,8 @@ SYSTEM_PACKAGES: dict[str, Callable[[], bool]] = {
     "redis-server": lambda: shutil.which("redis-server") is not None,
     "prometheus": lambda: shutil.which("prometheus") is not None,
     "chromium": lambda: Path(CHROMIUM).exists(),
+    # npm brings Node.js; it installs the browser tests' npm tools (tests/e2e/package.json).
+    "npm": lambda: shutil.which("npm") is not None,
 }
 
 
@@ -59,6 +62,27 @@ def ensure_system_packages() -> None:
         sys.exit(f"error: apt-get ran but {', '.join(still_missing)} is still missing")
 
 
+E2E_DIR = Path(__file__).resolve().parent.parent / "e2e"
+
+
+def ensure_e2e_npm_tools() -> None:
+    """Install the browser tests' npm tools (axe-core) into tests/e2e/node_modules from the
+    lock file, when they are missing or older than the lock."""
+    lock = E2E_DIR / "package-lock.json"
+    installed = E2E_DIR / "node_modules" / ".package-lock.json"
+    if installed.exists() and installed.stat().st_mtime >= lock.stat().st_mtime:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        sys.exit(
+            "error: npm (with Node.js) is not on PATH; the browser tests install axe-core.\n"
+            "       On Debian or Ubuntu, as root: apt-get install -y npm; then `make test` again."
+        )
+    print("==> installing the browser tests' npm tools (npm ci in tests/e2e)", flush=True)
+    command = [npm, "ci", "--prefix", str(E2E_DIR), "--no-audit", "--no-fund", "--loglevel=error"]
+    subprocess.run(command, check=True)
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -73,6 +97,7 @@ def run_step(name: str, command: list[str], env: dict[str, str]) -> int:
 
 def main(pytest_args: list[str]) -> int:
     ensure_system_packages()
+    ensure_e2e_npm_tools()
     signal.signal(signal.SIGTERM, _interrupt)
     python = sys.executable
     with ExitStack() as stack:
