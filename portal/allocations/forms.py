@@ -17,7 +17,7 @@ from tenants.models import Tenant
 
 class OfferingChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
     def label_from_instance(self, obj: Offering) -> str:
-        return gettext("%(model)s · %(size)s · %(backend)s (%(gpu_eq)s GPU-eq each)") % {
+        return gettext("%(model)s · %(size)s · %(backend)s · %(gpu_eq)s GPU-eq each") % {
             "model": obj.gpu_model.name,
             "size": obj.size,
             "backend": obj.backend.name,
