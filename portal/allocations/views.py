@@ -96,8 +96,8 @@ def request_offerings(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The offering select's options for the tenant the form has chosen: the select follows the
     tenant (htmx). Once swapped in, a change on the select refreshes the form's preview."""
     tenants = tenants_requestable(request)
-    slug = request.GET.get("tenant", "")
-    if not tenants.filter(slug=slug).exists():
+    slug = request.GET.get("tenant", "")  # empty: the first of them, as the form starts
+    if not tenants.exists() or (slug and not tenants.filter(slug=slug).exists()):
         raise Http404
     form = GpuRequestForm(request.GET, tenants=tenants, offerings=offerings_requestable())
     response = render(request, "allocations/_offering_select.html#options", {"form": form})
