@@ -73,6 +73,8 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "allocations:mine": ("get", "", (302, 200, 200, 200, 200, 200)),
     "allocations:new": ("get", "", (302, 200, 200, 200, 404, 200)),
     "allocations:preview": ("get", "", (302, 200, 200, 200, 200, 200)),
+    "allocations:offerings": ("get", "", (302, 200, 200, 200, 404, 200)),
+    "allocations:detail": ("get", "gpu_request", (302, 200, 200, 404, 200, 200)),
     "allocations:transition": ("post", "page_request", (302, 403, 302, 404, 403, 302)),
     "allocations:approvals": ("get", "", (302, 404, 200, 404, 404, 200)),
     "allocations:approve-selected": ("post", "", (302, 404, 302, 404, 404, 302)),

@@ -18,13 +18,13 @@ from portal.allocations.decisions import (
     request_validate,
     unserved_reason,
 )
-from portal.allocations.models import GpuRequest, Purpose
+from portal.allocations.models import GpuRequest, Purpose, RequestState
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
 from portal.core.registry import Slot
 from portal.core.visibility import VisibleQuerySet, get_visible_or_404
 from tenants.access import role_in, tenants_led_by
-from tenants.models import MemberRole, Tenant
+from tenants.models import MemberRole, Quota, Tenant
 
 # How many units of an offering the clusters have free now (None: not read yet). The cluster
 # app sits above this one, so it fills this slot with its reader when it is ready.
@@ -62,6 +62,79 @@ def with_costs[T](rows: list[T], allocation_of: Callable[[T], GpuRequest]) -> li
     for row in rows:
         row.cost = costs.get(allocation_of(row).pk)  # type: ignore[attr-defined]
     return rows
+
+
+@dataclass(frozen=True)
+class WaitingReason:
+    """Why a request or allocation that is not final has gone no further yet, in words for
+    people; `code` names the case for tests and styles (lead, queued, running, retrying,
+    failed, unserved, no-cluster, no-run, starting) and `link` a page that tells more."""
+
+    code: str
+    message: str
+    link: str = ""
+
+
+# Why approved allocations are not active yet, by id (an allocation with nothing to say is left
+# out): their provisioning runs and the pools that serve them. The cluster app sits above this
+# one, so it fills this slot with its reader when it is ready; it answers for a whole page of
+# allocations in a bounded number of queries.
+waiting_source: Slot[Callable[[list[GpuRequest]], dict[int, WaitingReason]]] = Slot(
+    "waiting reason reader", filled_by="the cluster app"
+)
+
+# The ids of the offerings some GPU pool serves, among those given (see `unserved_reason`), for
+# a whole list at once. Filled by the cluster app, as `waiting_source`.
+served_offerings_source: Slot[Callable[[list[Offering]], set[int]]] = Slot(
+    "served offerings reader", filled_by="the cluster app"
+)
+
+
+def with_waiting(rows: list[GpuRequest]) -> list[GpuRequest]:
+    """`rows` with `.waiting` set: why each pending request or approved allocation waits
+    (a WaitingReason), None for the others."""
+    reasons = waiting_source.get()([row for row in rows if row.state == RequestState.APPROVED])
+    for row in rows:
+        if row.state == RequestState.PENDING:
+            row.waiting = WaitingReason(  # type: ignore[attr-defined]
+                code="lead",
+                message=_("Waiting for a lead of %(tenant)s to decide.")
+                % {"tenant": row.tenant.slug},
+            )
+        else:
+            row.waiting = reasons.get(row.pk)  # type: ignore[attr-defined]
+    return rows
+
+
+@dataclass(frozen=True)
+class OfferingChoice:
+    """One offering as the request form lists it: whether a GPU pool serves it."""
+
+    offering: Offering
+    served: bool
+
+
+def offerings_of_tenant(offerings: QuerySet[Offering], tenant: Tenant | None) -> QuerySet[Offering]:
+    """Those of `offerings` whose GPU model `tenant` has a quota for (none without a tenant)."""
+    if tenant is None:
+        return offerings.none()
+    models = Quota.objects.filter(tenant=tenant).values("gpu_model_id")
+    return offerings.filter(gpu_model_id__in=models)
+
+
+def offering_choices(
+    offerings: QuerySet[Offering], tenant: Tenant | None
+) -> list[tuple[str, list[OfferingChoice]]]:
+    """The offerings of `tenant`'s GPU models, grouped by model name, each marked served or
+    not. Three queries whatever the number of offerings."""
+    listed = list(offerings_of_tenant(offerings, tenant).select_related("gpu_model", "backend"))
+    served = served_offerings_source.get()(listed) if listed else set()
+    groups: dict[str, list[OfferingChoice]] = {}
+    for offering in listed:
+        groups.setdefault(offering.gpu_model.name, []).append(
+            OfferingChoice(offering=offering, served=offering.pk in served)
+        )
+    return list(groups.items())
 
 
 def _requests() -> VisibleQuerySet[GpuRequest]:

@@ -1,6 +1,7 @@
 """Request pages: the request form with its live preview, My requests, the lead's approvals
 queue and the admin's view of every request. Writes go through allocations.services."""
 
+import json
 from typing import Any
 
 from django.contrib import messages
@@ -21,6 +22,7 @@ from portal.allocations.selectors import (
     gpu_request_preview,
     gpu_requests_for,
     with_costs,
+    with_waiting,
 )
 from portal.catalog.models import Offering
 from portal.core.errors import ApplicationError, ValidationFailed
@@ -48,7 +50,11 @@ def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     tenants = tenants_requestable(request)
     if not tenants.exists() and not request.user.is_portal_admin:
         raise Http404
-    form = GpuRequestForm(request.POST or None, tenants=tenants, offerings=offerings_requestable())
+    # Without JavaScript, "Show this tenant's GPUs" comes back here with the form's values.
+    initial = {name: request.GET[name] for name in _REQUEST_FIELDS if request.GET.get(name)}
+    form = GpuRequestForm(
+        request.POST or None, initial=initial, tenants=tenants, offerings=offerings_requestable()
+    )
     status = 200
     if request.method == "POST":
         status = 400
@@ -80,6 +86,23 @@ def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
                         )
                     return redirect("allocations:mine")
     return render(request, "allocations/request_form.html", {"form": form}, status=status)
+
+
+_REQUEST_FIELDS = ("tenant", "offering", "count", "duration_hours", "purpose", "justification")
+
+
+@login_required
+def request_offerings(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The offering select's options for the tenant the form has chosen: the select follows the
+    tenant (htmx). Once swapped in, a change on the select refreshes the form's preview."""
+    tenants = tenants_requestable(request)
+    slug = request.GET.get("tenant", "")  # empty: the first of them, as the form starts
+    if not tenants.exists() or (slug and not tenants.filter(slug=slug).exists()):
+        raise Http404
+    form = GpuRequestForm(request.GET, tenants=tenants, offerings=offerings_requestable())
+    response = render(request, "allocations/_offering_select.html#options", {"form": form})
+    response["HX-Trigger-After-Swap"] = json.dumps({"change": {"target": "#id_offering"}})
+    return response
 
 
 def request_preview_context(request: AuthenticatedHttpRequest) -> dict[str, Any]:
@@ -123,7 +146,7 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My requests; while any is pending, htmx polls the table, then stops (HTTP 286)."""
     requests = gpu_requests_for(request.user).filter(requester=request.user)
     page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
-    page.object_list = with_costs(list(page.object_list), lambda row: row)
+    page.object_list = with_waiting(with_costs(list(page.object_list), lambda row: row))
     waiting = requests.filter(state=RequestState.PENDING).exists()
     context = {"page": page, "waiting": waiting, "extend_form": ExtendForm()}
     return polled_page(request, "allocations/mine.html", "requests-table", context, moving=waiting)
@@ -207,4 +230,13 @@ def all_requests(request: AuthenticatedHttpRequest) -> HttpResponse:
         request.GET, queryset=gpu_requests_for(request.user), request=request
     )
     page = Paginator(requests.qs, PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = with_waiting(list(page.object_list))
     return render(request, "allocations/all.html", {"page": page, "filters": requests.form})
+
+
+@login_required
+def request_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """One request or allocation: its numbers, its decision and, while it is not final, why it
+    waits (a lead, its provisioning run, a pool that serves it)."""
+    gpu_request = with_waiting(with_costs([gpu_request_for(request.user, pk)], lambda row: row))[0]
+    return render(request, "allocations/detail.html", {"gpu_request": gpu_request})

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
@@ -31,7 +32,7 @@ from portal.core.visibility import get_visible_or_404
 def _admin(request: Request) -> User:
     user: User = request.user  # type: ignore[assignment]
     if not user.is_portal_admin:
-        raise PermissionDenied("Only admins change the catalog.")
+        raise PermissionDenied(_("Only admins change the catalog."))
     return user
 
 
@@ -104,7 +105,9 @@ class OfferingDetail(GenericAPIView[Offering]):
     def get_object(self) -> Offering:
         offering = self.get_queryset().filter(slug=self.kwargs["slug"]).first()
         if offering is None:
-            raise NotFound(f"There is no offering {self.kwargs['slug']!r}.")
+            raise NotFound(
+                _("There is no offering %(slug)s.") % {"slug": repr(self.kwargs["slug"])}
+            )
         return offering
 
     def get(self, request: Request, slug: str) -> Response:
@@ -142,7 +145,10 @@ class GpuPoolDetail(GenericAPIView[GpuPool]):
         cluster, name = self.kwargs["cluster"], self.kwargs["name"]
         pool = self.get_queryset().filter(cluster=cluster, name=name).first()
         if pool is None:
-            raise NotFound(f"There is no pool {name!r} in cluster {cluster!r}.")
+            raise NotFound(
+                _("There is no pool %(name)s in cluster %(cluster)s.")
+                % {"name": repr(name), "cluster": repr(cluster)}
+            )
         return pool
 
     def get(self, request: Request, cluster: str, name: str) -> Response:

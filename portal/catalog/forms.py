@@ -3,6 +3,8 @@
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.core.forms import BoundedForm
@@ -22,10 +24,16 @@ class KeyValueLinesField(forms.CharField):
                 continue
             name, equals, item = (part.strip() for part in line.partition("="))
             if not equals or not name or not item:
-                raise forms.ValidationError(f"Line {number} is not name=value: {line.strip()!r}.")
+                raise forms.ValidationError(
+                    gettext("Line %(number)s is not name=value: %(line)s.")
+                    % {"number": number, "line": repr(line.strip())}
+                )
             if name in pairs:
                 # A pod spec has one quantity per name; silently keeping the last would hide a typo.
-                raise forms.ValidationError(f"Line {number} repeats {name!r}.")
+                raise forms.ValidationError(
+                    gettext("Line %(number)s repeats %(name)s.")
+                    % {"number": number, "name": repr(name)}
+                )
             pairs[name] = item
         return pairs
 
@@ -46,79 +54,108 @@ class CommaListField(forms.CharField):
 
 
 class GpuModelForm(BoundedForm):
-    slug = forms.CharField(max_length=61)
-    name = forms.CharField(max_length=100)
-    vendor = forms.CharField(max_length=32, initial="NVIDIA")
-    memory_mib = forms.IntegerField(label="Memory (MiB)", min_value=1, max_value=INTEGER_MAX)
-    node_label_key = forms.CharField(max_length=253, initial="nvidia.com/gpu.product")
-    node_label_value = forms.CharField(
-        max_length=63, help_text="As GPU feature discovery writes it, e.g. NVIDIA-A100-SXM4-80GB"
+    slug = forms.CharField(label=_("Slug"), max_length=61)
+    name = forms.CharField(label=_("Name"), max_length=100)
+    vendor = forms.CharField(label=_("Vendor"), max_length=32, initial="NVIDIA")
+    memory_mib = forms.IntegerField(label=_("Memory (MiB)"), min_value=1, max_value=INTEGER_MAX)
+    node_label_key = forms.CharField(
+        label=_("Node label key"), max_length=253, initial="nvidia.com/gpu.product"
     )
-    enabled = forms.BooleanField(required=False, initial=True)
+    node_label_value = forms.CharField(
+        label=_("Node label value"),
+        max_length=63,
+        help_text=_("As GPU feature discovery writes it, e.g. NVIDIA-A100-SXM4-80GB"),
+    )
+    enabled = forms.BooleanField(label=_("Enabled"), required=False, initial=True)
 
 
 class SharingBackendForm(BoundedForm):
-    slug = forms.CharField(max_length=61)
-    name = forms.CharField(max_length=100)
+    slug = forms.CharField(label=_("Slug"), max_length=61)
+    name = forms.CharField(label=_("Name"), max_length=100)
     description = forms.CharField(
-        required=False, max_length=TEXT_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 2})
+        label=_("Description"),
+        required=False,
+        max_length=TEXT_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
     )
-    memory_isolation = forms.BooleanField(required=False)
+    memory_isolation = forms.BooleanField(label=_("Memory isolation"), required=False)
 
 
 class OfferingForm(BoundedForm):
-    slug = forms.CharField(max_length=61)
-    name = forms.CharField(max_length=100)
+    slug = forms.CharField(label=_("Slug"), max_length=61)
+    name = forms.CharField(label=_("Name"), max_length=100)
     gpu_model = forms.ModelChoiceField(
-        queryset=GpuModel.objects.all(), to_field_name="slug", label="GPU model"
+        queryset=GpuModel.objects.all(), to_field_name="slug", label=_("GPU model")
     )
     backend = forms.ModelChoiceField(
-        queryset=SharingBackend.objects.all(), to_field_name="slug", label="Sharing backend"
+        queryset=SharingBackend.objects.all(), to_field_name="slug", label=_("Sharing backend")
     )
-    size = forms.CharField(max_length=32, help_text="As people say it: 1 GPU, 1g.10gb, 1/4")
-    whole = forms.BooleanField(required=False, help_text="One unit is one or more whole GPUs")
+    size = forms.CharField(
+        label=_("Size"), max_length=32, help_text=_("As people say it: 1 GPU, 1g.10gb, 1/4")
+    )
+    whole = forms.BooleanField(
+        label=_("Whole"), required=False, help_text=_("One unit is one or more whole GPUs")
+    )
     resources = KeyValueLinesField(
-        help_text="One extended resource per line: nvidia.com/mig-1g.10gb=1"
+        label=_("Resources"),
+        help_text=_("One extended resource per line: nvidia.com/mig-1g.10gb=1"),
     )
     annotations = KeyValueLinesField(
-        required=False, help_text="Pod annotations, one per line: nvidia.com/use-gputype=A100"
+        label=_("Annotations"),
+        required=False,
+        help_text=_("Pod annotations, one per line: nvidia.com/use-gputype=A100"),
     )
     gpu_eq = forms.CharField(
-        max_length=40, label="GPU-eq per unit", help_text="Exact: 1, 0.25 or 1/7"
+        max_length=40, label=_("GPU-eq per unit"), help_text=_("Exact: 1, 0.25 or 1/7")
     )
-    max_units_per_workload = forms.IntegerField(min_value=1, max_value=INTEGER_MAX, required=False)
-    enabled = forms.BooleanField(required=False, initial=True)
+    max_units_per_workload = forms.IntegerField(
+        label=_("Max units per workload"), min_value=1, max_value=INTEGER_MAX, required=False
+    )
+    enabled = forms.BooleanField(label=_("Enabled"), required=False, initial=True)
 
 
 class GpuPoolForm(BoundedForm):
-    cluster = forms.CharField(max_length=63, initial="default")
-    name = forms.CharField(max_length=63)
+    cluster = forms.CharField(label=_("Cluster"), max_length=63, initial="default")
+    name = forms.CharField(label=_("Name"), max_length=63)
     gpu_model = forms.ModelChoiceField(
-        queryset=GpuModel.objects.all(), to_field_name="slug", label="GPU model"
+        queryset=GpuModel.objects.all(), to_field_name="slug", label=_("GPU model")
     )
     backend = forms.ModelChoiceField(
-        queryset=SharingBackend.objects.all(), to_field_name="slug", label="Sharing backend"
+        queryset=SharingBackend.objects.all(), to_field_name="slug", label=_("Sharing backend")
     )
-    node_count = forms.IntegerField(min_value=0, max_value=INTEGER_MAX, initial=0)
-    gpus_per_node = forms.IntegerField(min_value=1, max_value=INTEGER_MAX, initial=8)
+    node_count = forms.IntegerField(
+        label=_("Node count"), min_value=0, max_value=INTEGER_MAX, initial=0
+    )
+    gpus_per_node = forms.IntegerField(
+        label=_("GPUs per node"), min_value=1, max_value=INTEGER_MAX, initial=8
+    )
 
 
 class NotebookImageForm(BoundedForm):
-    slug = forms.CharField(max_length=61)
-    name = forms.CharField(max_length=100, help_text="As developers see it: PyTorch (CUDA 12)")
+    slug = forms.CharField(label=_("Slug"), max_length=61)
+    name = forms.CharField(
+        label=_("Name"), max_length=100, help_text=_("As developers see it: PyTorch (CUDA 12)")
+    )
     image = forms.CharField(
+        label=_("Image"),
         max_length=300,
-        help_text="A Jupyter Docker Stacks image or one built on them, with a pinned tag: "
-        "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-17",
+        help_text=_(
+            "A Jupyter Docker Stacks image or one built on them, with a pinned tag: "
+            "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-17"
+        ),
     )
     description = forms.CharField(
-        required=False, max_length=TEXT_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 2})
+        label=_("Description"),
+        required=False,
+        max_length=TEXT_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
     )
     vendors = CommaListField(
         required=False,
         max_length=LINE_MAX_LENGTH,
-        label="GPU vendors",
-        help_text="Comma-separated, as the GPU models name them: NVIDIA, AMD; empty for every "
-        "vendor",
+        label=_("GPU vendors"),
+        help_text=_(
+            "Comma-separated, as the GPU models name them: NVIDIA, AMD; empty for every vendor"
+        ),
     )
-    enabled = forms.BooleanField(required=False, initial=True)
+    enabled = forms.BooleanField(label=_("Enabled"), required=False, initial=True)

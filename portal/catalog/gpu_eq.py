@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import models
 from django.db.models import QuerySet, Sum
+from django.utils.translation import gettext as _
 
 from portal.core.validators import BIGINT_MAX
 
@@ -31,33 +32,45 @@ GPU_EQ_MAX = 10**6  # GPU-eq in one amount: beyond any cluster
 GPU_EQ_MAX_DENOMINATOR = 10**6  # 1/1000000, or six decimals
 _GPU_EQ_TEXT = re.compile(r"\+?(\d{1,7}(\.\d{1,6})?|\.\d{1,6})", re.ASCII)
 _GPU_EQ_FRACTION = re.compile(r"\+?(?P<num>\d{1,13})\s*/\s*(?P<den>\d{1,7})", re.ASCII)
-_LIMITS = (
-    f"at most {GPU_EQ_MAX} GPU-eq, with at most 6 decimals or a denominator of at most "
-    f"{GPU_EQ_MAX_DENOMINATOR}"
-)
+
+
+def _beyond_limits() -> GpuEqError:
+    return GpuEqError(
+        _(
+            "a GPU-eq amount is at most %(max)s GPU-eq, with at most 6 decimals or a "
+            "denominator of at most %(denominator)s"
+        )
+        % {"max": GPU_EQ_MAX, "denominator": GPU_EQ_MAX_DENOMINATOR}
+    )
+
+
+def _not_a_number(value: object) -> GpuEqError:
+    return GpuEqError(
+        _("%(value)s is not a number or a fraction like 1/7") % {"value": repr(value)}
+    )
 
 
 def _bounded(amount: Fraction) -> Fraction:
     if amount < 0:
-        raise GpuEqError("a GPU-eq amount cannot be negative")
+        raise GpuEqError(_("a GPU-eq amount cannot be negative"))
     if amount > GPU_EQ_MAX or amount.denominator > GPU_EQ_MAX_DENOMINATOR:
-        raise GpuEqError(f"a GPU-eq amount is {_LIMITS}")
+        raise _beyond_limits()
     return amount
 
 
 def _text_parse(text: str) -> Fraction:
     text = text.strip()
     if len(text) > 40:
-        raise GpuEqError(f"a GPU-eq amount is {_LIMITS}")
+        raise _beyond_limits()
     if text.startswith("-") and len(text) > 1 and (text[1].isdigit() or text[1] == "."):
-        raise GpuEqError("a GPU-eq amount cannot be negative")
+        raise GpuEqError(_("a GPU-eq amount cannot be negative"))
     if _GPU_EQ_TEXT.fullmatch(text):
         return Fraction(text.lstrip("+"))
     match = _GPU_EQ_FRACTION.fullmatch(text)
     if match is None:
-        raise GpuEqError(f"{text!r} is not a number or a fraction like 1/7")
+        raise _not_a_number(text)
     if int(match["den"]) == 0:
-        raise GpuEqError("a fraction cannot have 0 below the line")
+        raise GpuEqError(_("a fraction cannot have 0 below the line"))
     return Fraction(int(match["num"]), int(match["den"]))
 
 
@@ -69,14 +82,16 @@ def gpu_eq_parse(value: GpuEqInput) -> Fraction:
     Fraction (a computed amount) need only fit the two bigint columns.
     """
     if isinstance(value, bool):
-        raise GpuEqError("a GPU-eq amount is a number, not true or false")
+        raise GpuEqError(_("a GPU-eq amount is a number, not true or false"))
     if isinstance(value, float):
-        raise GpuEqError("GPU-eq amounts are exact: give a fraction like 1/7 or a decimal string")
+        raise GpuEqError(
+            _("GPU-eq amounts are exact: give a fraction like 1/7 or a decimal string")
+        )
     if isinstance(value, Fraction):
         if value < 0:
-            raise GpuEqError("a GPU-eq amount cannot be negative")
+            raise GpuEqError(_("a GPU-eq amount cannot be negative"))
         if max(value.numerator, value.denominator) > BIGINT_MAX:
-            raise GpuEqError("the GPU-eq amount is too large to store")
+            raise GpuEqError(_("the GPU-eq amount is too large to store"))
         return value
     if isinstance(value, str):
         return _bounded(_text_parse(value))
@@ -84,12 +99,12 @@ def gpu_eq_parse(value: GpuEqInput) -> Fraction:
         return _bounded(Fraction(value))
     if isinstance(value, Decimal):
         if not value.is_finite():
-            raise GpuEqError(f"{value} is not a number")
+            raise GpuEqError(_("%(value)s is not a number") % {"value": value})
         # The digits and exponent, before Fraction multiplies anything out.
         if value.adjusted() > len(str(GPU_EQ_MAX)) or value.as_tuple().exponent < -6:  # type: ignore[operator]
-            raise GpuEqError(f"a GPU-eq amount is {_LIMITS}")
+            raise _beyond_limits()
         return _bounded(Fraction(value))
-    raise GpuEqError(f"{value!r} is not a number or a fraction like 1/7")
+    raise _not_a_number(value)
 
 
 def gpu_eq_text(value: Fraction) -> str:

@@ -3,6 +3,8 @@ from fractions import Fraction
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
@@ -23,7 +25,7 @@ class GpuModel(models.Model):
     name = models.CharField(max_length=100, unique=True)
     vendor = models.CharField(max_length=32)
     memory_mib = models.PositiveIntegerField(
-        help_text="GPU memory in MiB", validators=[MinValueValidator(1)]
+        help_text=_("GPU memory in MiB"), validators=[MinValueValidator(1)]
     )
     node_label_key = models.CharField(
         max_length=253, default="nvidia.com/gpu.product", validators=[validate_label_key]
@@ -49,7 +51,7 @@ class SharingBackend(models.Model):
     name = models.CharField(max_length=100, unique=True)
     description = models.TextField(blank=True)
     memory_isolation = models.BooleanField(
-        default=False, help_text="Whether a share's GPU memory is protected from its neighbours"
+        default=False, help_text=_("Whether a share's GPU memory is protected from its neighbours")
     )
 
     class Meta:
@@ -71,15 +73,15 @@ class Offering(models.Model):
     gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT, related_name="offerings")
     backend = models.ForeignKey(SharingBackend, on_delete=models.PROTECT, related_name="offerings")
     size = models.CharField(
-        max_length=32, help_text="As people say it: 1 GPU, 1g.10gb, 1/4, 10 GiB"
+        max_length=32, help_text=_("As people say it: 1 GPU, 1g.10gb, 1/4, 10 GiB")
     )
-    whole = models.BooleanField(default=False, help_text="One unit is one or more whole GPUs")
+    whole = models.BooleanField(default=False, help_text=_("One unit is one or more whole GPUs"))
     resources = models.JSONField(validators=[validate_resources])
     annotations = models.JSONField(default=dict, blank=True, validators=[validate_annotations])
     gpu_eq_num, gpu_eq_den = gpu_eq_columns("gpu_eq")
     gpu_eq = gpu_eq_property("gpu_eq")
     max_units_per_workload = models.PositiveIntegerField(
-        null=True, blank=True, help_text="e.g. 1 for time-sliced shares; empty for no limit"
+        null=True, blank=True, help_text=_("e.g. 1 for time-sliced shares; empty for no limit")
     )
     enabled = models.BooleanField(default=True)
 
@@ -117,12 +119,14 @@ class GpuPool(models.Model):
 def validate_vendors(value: object) -> None:
     """A list of GPU vendors, e.g. ["nvidia"]; empty means the image suits every vendor."""
     if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-        raise ValidationError('Write the vendors as a list of names, e.g. ["nvidia", "amd"].')
+        raise ValidationError(
+            gettext('Write the vendors as a list of names, e.g. ["nvidia", "amd"].')
+        )
 
 
 image_reference_validator = RegexValidator(
     r"^[a-z0-9]+([._/:-][a-z0-9]+)*(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$",
-    "An image reference such as quay.io/jupyter/pytorch-notebook:cuda12-2025-11-17.",
+    _("An image reference such as quay.io/jupyter/pytorch-notebook:cuda12-2025-11-17."),
 )
 
 
@@ -144,7 +148,7 @@ class NotebookImage(models.Model):
         default=list,
         blank=True,
         validators=[validate_vendors],
-        help_text="GPU vendors the image suits, e.g. nvidia; empty for every vendor",
+        help_text=_("GPU vendors the image suits, e.g. nvidia; empty for every vendor"),
     )
     enabled = models.BooleanField(default=True)
 

@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 from django.db import models, transaction
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import GpuEqError, gpu_eq_parse
@@ -33,9 +34,11 @@ def _offering_gpu_eq_problem(value: Any, *, whole: bool) -> tuple[Fraction | Non
         return None, message[:1].upper() + message[1:] + "."
     if whole:
         if amount <= 0 or amount.denominator != 1:
-            return amount, "A whole-GPU offering counts a positive whole number of GPU-eq per unit."
+            return amount, _(
+                "A whole-GPU offering counts a positive whole number of GPU-eq per unit."
+            )
     elif not 0 < amount <= 1:
-        return amount, "A fractional offering counts more than 0 and at most 1 GPU-eq per unit."
+        return amount, _("A fractional offering counts more than 0 and at most 1 GPU-eq per unit.")
     return amount, None
 
 
@@ -74,7 +77,10 @@ def _save[M: models.Model](
     if isinstance(instance, GpuPool) and (instance._state.adding or "cluster" in fields):
         cluster = str(fields.get("cluster", instance.cluster))
         if not cluster_registered.get()(cluster):
-            problems["cluster"] = [f"There is no cluster {cluster!r}: register it first."]
+            problems["cluster"] = [
+                _("There is no cluster %(cluster)s: register it first.")
+                % {"cluster": repr(cluster)}
+            ]
     instance_update(
         actor=actor,
         instance=instance,
@@ -106,7 +112,7 @@ def sharing_backend_create(*, actor: User | None, **fields: Any) -> SharingBacke
 def offering_create(*, actor: User | None, **fields: Any) -> Offering:
     """Create an offering. `gpu_eq` is per unit: in (0, 1] unless `whole`."""
     if "gpu_eq" not in fields:
-        raise ValidationFailed("gpu_eq: required.", fields={"gpu_eq": ["Required."]})
+        raise ValidationFailed(_("gpu_eq: required."), fields={"gpu_eq": [_("Required.")]})
     return _save(actor=actor, instance=Offering(), fields=fields, action="offering.create")
 
 

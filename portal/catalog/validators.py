@@ -10,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -26,15 +27,18 @@ def _qualified_name_problem(name: str, *, prefix_required: bool) -> str | None:
     prefix, slash, part = name.rpartition("/")
     if not slash:
         if prefix_required:
-            return f"{name!r} needs a domain prefix, like example.com/{name}"
+            return _("%(name)s needs a domain prefix, like example.com/%(bare)s") % {
+                "name": repr(name),
+                "bare": name,
+            }
         part = name
     elif not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
-        return f"{prefix!r} is not a valid DNS subdomain prefix"
+        return _("%(prefix)s is not a valid DNS subdomain prefix") % {"prefix": repr(prefix)}
     if not part or len(part) > 63 or not _NAME_PART.match(part):
-        return (
-            f"{part!r} must be at most 63 letters, digits, '-', '_' or '.', "
+        return _(
+            "%(part)s must be at most 63 letters, digits, '-', '_' or '.', "
             "starting and ending with a letter or digit"
-        )
+        ) % {"part": repr(part)}
     return None
 
 
@@ -45,7 +49,9 @@ def extended_resource_name_problem(name: str) -> str | None:
         return problem
     domain = name.rpartition("/")[0]
     if domain == "kubernetes.io" or domain.endswith(".kubernetes.io"):
-        return f"{name!r} is in the kubernetes.io domain, which is reserved"
+        return _("%(name)s is in the kubernetes.io domain, which is reserved") % {
+            "name": repr(name)
+        }
     return None
 
 
@@ -53,11 +59,15 @@ def quantity_parse(text: str) -> Decimal:
     """A Kubernetes quantity (`1`, `500m`, `10Gi`, `1e3`) as an exact Decimal."""
     match = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
     if match is None:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity (like 1, 500m or 10Gi)")
+        raise ValueError(
+            _("%(text)s is not a Kubernetes quantity (like 1, 500m or 10Gi)") % {"text": repr(text)}
+        )
     try:
         number = Decimal(match["number"])
     except InvalidOperation:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity") from None
+        raise ValueError(
+            _("%(text)s is not a Kubernetes quantity") % {"text": repr(text)}
+        ) from None
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
         return number * _BINARY[suffix]
@@ -71,12 +81,12 @@ def quantity_parse(text: str) -> Decimal:
 def validate_resources(value: Any) -> None:
     """`{extended resource name: quantity}`, at least one, each a positive whole number."""
     if not isinstance(value, dict) or not value:
-        raise ValidationError("Give at least one resource as {name: quantity}.")
+        raise ValidationError(_("Give at least one resource as {name: quantity}."))
     problems = []
     for name, quantity in value.items():
         problem = extended_resource_name_problem(str(name))
         if problem:
-            problems.append(f"resource name {problem}")
+            problems.append(_("resource name %(problem)s") % {"problem": problem})
             continue
         try:
             amount = quantity_parse(str(quantity))
@@ -85,7 +95,8 @@ def validate_resources(value: Any) -> None:
             continue
         if amount <= 0 or amount != amount.to_integral_value():
             problems.append(
-                f"{name}: extended resources are requested in whole units, not {quantity}"
+                _("%(name)s: extended resources are requested in whole units, not %(quantity)s")
+                % {"name": name, "quantity": quantity}
             )
     if problems:
         raise ValidationError(problems)
@@ -93,14 +104,14 @@ def validate_resources(value: Any) -> None:
 
 def validate_annotations(value: Any) -> None:
     if not isinstance(value, dict):
-        raise ValidationError("Give annotations as {key: value}.")
+        raise ValidationError(_("Give annotations as {key: value}."))
     problems = []
     for key, text in value.items():
         problem = _qualified_name_problem(str(key), prefix_required=False)
         if problem:
-            problems.append(f"annotation key {problem}")
+            problems.append(_("annotation key %(problem)s") % {"problem": problem})
         if not isinstance(text, str):
-            problems.append(f"annotation {key}: the value must be text")
+            problems.append(_("annotation %(key)s: the value must be text") % {"key": key})
     if problems:
         raise ValidationError(problems)
 
@@ -108,12 +119,14 @@ def validate_annotations(value: Any) -> None:
 def validate_label_key(value: str) -> None:
     problem = _qualified_name_problem(value, prefix_required=False)
     if problem:
-        raise ValidationError(f"Not a valid label key: {problem}.")
+        raise ValidationError(_("Not a valid label key: %(problem)s.") % {"problem": problem})
 
 
 def validate_label_value(value: str) -> None:
     if len(value) > 63 or not _LABEL_VALUE.match(value):
         raise ValidationError(
-            "Not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit."
+            _(
+                "Not a valid label value: at most 63 letters, digits, '-', '_' or '.', "
+                "starting and ending with a letter or digit."
+            )
         )

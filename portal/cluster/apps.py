@@ -9,14 +9,20 @@ class ClusterConfig(AppConfig):
 
     def ready(self) -> None:
         from portal.allocations.decisions import served_source
-        from portal.allocations.selectors import capacity_source
+        from portal.allocations.selectors import (
+            capacity_source,
+            served_offerings_source,
+            waiting_source,
+        )
         from portal.catalog.services import cluster_registered as pool_cluster_lookup
         from portal.cluster.metrics import ProvisioningCollector
         from portal.cluster.receivers import provisioning_follows_tenant, provisioning_section
         from portal.cluster.selectors import (
+            allocations_waiting,
             capacity_free_units,
             cluster_registered,
             offering_served,
+            offerings_served,
         )
         from portal.core.metrics import collector_register
         from portal.core.navigation import nav_register
@@ -32,6 +38,9 @@ class ClusterConfig(AppConfig):
         capacity_source.register(capacity_free_units)
         # Requests (allocations, below this app) are refused for offerings no pool serves.
         served_source.register(offering_served)
+        served_offerings_source.register(offerings_served)
+        # Allocations' pages say why an approved allocation is not active yet, from its runs.
+        waiting_source.register(allocations_waiting)
         # A GPU pool (catalog, below this app) must name a registered cluster.
         pool_cluster_lookup.register(cluster_registered)
         collector_register(ProvisioningCollector())

@@ -7,11 +7,17 @@ from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Prefetch, QuerySet
+from django.db.models import (
+    Prefetch,
+    Q,
+    QuerySet,
+)
+from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
+from portal.allocations.selectors import WaitingReason
 from portal.catalog.models import GpuPool, Offering
 from portal.cluster.filters import CapacityFilter
 from portal.cluster.manifests import BundleSpec, gpu_resource_totals
@@ -21,6 +27,8 @@ from portal.cluster.models import (
     OfferingCapacity,
     ProvisioningResult,
     ProvisioningRun,
+    RunKind,
+    RunState,
 )
 from portal.core.errors import NotFound
 from portal.core.filters import filter_or_raise
@@ -248,19 +256,126 @@ def capacity_free_units(offering: Offering) -> int | None:
     return sum(row.free for row in rows) if rows else None
 
 
+def offerings_served(offerings: Iterable[Offering]) -> set[int]:
+    """The ids of those `offerings` an allocation of which can become active: an enabled cluster
+    has a GPU pool of its model and backend, or describes no pools at all (it then hosts every
+    offering, as `bundle_inputs` places quota). With no enabled cluster nothing is provisioned
+    yet, and every offering is taken as served: registering the first cluster provisions every
+    tenant. Two queries whatever the number of offerings."""
+    offerings = list(offerings)
+    clusters = list(Cluster.objects.filter(enabled=True).values_list("name", flat=True))
+    if not clusters:
+        return {offering.pk for offering in offerings}
+    pools: dict[str, set[tuple[int, int]]] = {name: set() for name in clusters}
+    for cluster, model, backend in GpuPool.objects.filter(cluster__in=clusters).values_list(
+        "cluster", "gpu_model_id", "backend_id"
+    ):
+        pools[cluster].add((model, backend))
+    return {
+        offering.pk
+        for offering in offerings
+        if any(
+            not pairs or (offering.gpu_model_id, offering.backend_id) in pairs
+            for pairs in pools.values()
+        )
+    }
+
+
 def offering_served(offering: Offering) -> bool:
-    """Whether an allocation of `offering` can become active: an enabled cluster has a GPU pool
-    of its model and backend, or describes no pools at all (it then hosts every offering, as
-    `bundle_inputs` places quota). With no enabled cluster nothing is provisioned yet, and every
-    offering is taken as served: registering the first cluster provisions every tenant.
-    One query."""
-    pools = GpuPool.objects.filter(cluster=OuterRef("name"))
-    serving = pools.filter(gpu_model_id=offering.gpu_model_id, backend_id=offering.backend_id)
-    clusters = Cluster.objects.filter(enabled=True).annotate(
-        serves=ExpressionWrapper(~Exists(pools) | Exists(serving), output_field=BooleanField())
+    """Whether an allocation of `offering` can become active (see `offerings_served`)."""
+    return offering.pk in offerings_served([offering])
+
+
+# Which run tells most about an allocation waiting in several clusters: one that may still
+# start it first, then one that failed, then one that succeeded (in a cluster not serving it).
+_RUN_RANK = {RunState.RUNNING: 0, RunState.QUEUED: 1, RunState.FAILED: 2, RunState.SUCCEEDED: 3}
+
+
+def _run_reason(run: ProvisioningRun, allocation: GpuRequest) -> WaitingReason:
+    named = {"run": run.pk, "cluster": run.cluster.name, "tenant": allocation.tenant.slug}
+    link = reverse("cluster:run", args=[run.pk])
+    if run.state == RunState.RUNNING:
+        message = _("Provisioning run %(run)s is applying %(tenant)s's namespace in %(cluster)s.")
+        return WaitingReason(code="running", message=message % named, link=link)
+    if run.state == RunState.QUEUED and run.error:
+        message = _("Provisioning run %(run)s in %(cluster)s is retrying: %(error)s")
+        return WaitingReason(
+            code="retrying", message=message % {**named, "error": run.error}, link=link
+        )
+    if run.state == RunState.QUEUED:
+        message = _("Provisioning run %(run)s is queued in %(cluster)s.")
+        return WaitingReason(code="queued", message=message % named, link=link)
+    if run.state == RunState.FAILED:
+        message = _(
+            "Provisioning run %(run)s failed in %(cluster)s: %(error)s (an admin retries it "
+            "from the run's page)"
+        )
+        return WaitingReason(
+            code="failed", message=message % {**named, "error": run.error}, link=link
+        )
+    message = _("Provisioning run %(run)s succeeded in %(cluster)s; it becomes active shortly.")
+    return WaitingReason(code="starting", message=message % named, link=link)
+
+
+def allocations_waiting(allocations: list[GpuRequest]) -> dict[int, WaitingReason]:
+    """Why each approved allocation of `allocations` is not active yet, by id: no GPU pool
+    serves its offering, no cluster is registered, or the state of the provisioning run that
+    places it (queued, running, retrying, failed with its error). A run places it when the run
+    was queued for it or is a bundle run of its tenant queued after its approval. Allocations in
+    other states are left out. At most six queries, whatever the number of allocations."""
+    approved = [row for row in allocations if row.state == RequestState.APPROVED]
+    if not approved:
+        return {}
+    served = offerings_served({row.offering_id: row.offering for row in approved}.values())
+    clusters = set(Cluster.objects.filter(enabled=True).values_list("pk", flat=True))
+    ids = [row.pk for row in approved]
+    linked: dict[int, set[int]] = defaultdict(set)
+    links = ProvisioningRun.gpu_requests.through.objects.filter(
+        gpurequest_id__in=ids, provisioningrun__cluster_id__in=clusters
+    ).values_list("gpurequest_id", "provisioningrun_id")
+    for allocation_id, run_id in links:
+        linked[allocation_id].add(run_id)
+    since = min(row.decided_at or row.created_at for row in approved)
+    later = Q(kind=RunKind.BUNDLE, created_at__gte=since)
+    runs = list(
+        ProvisioningRun.objects.filter(
+            later | Q(pk__in={run for found in linked.values() for run in found}),
+            tenant_id__in={row.tenant_id for row in approved},
+            cluster_id__in=clusters,
+        )
+        .select_related("cluster")
+        .order_by("created_at", "pk")
     )
-    answers = list(clusters.values_list("serves", flat=True))
-    return not answers or any(answers)
+    reasons = {}
+    for row in approved:
+        if row.offering_id not in served:
+            message = _(
+                "No GPU pool serves %(offering)s, so it cannot become active: an admin adds "
+                "such a pool, or revokes it."
+            )
+            reasons[row.pk] = WaitingReason(
+                code="unserved", message=message % {"offering": row.offering.name}
+            )
+            continue
+        if not clusters:
+            message = _("No cluster is registered yet: it becomes active once an admin adds one.")
+            reasons[row.pk] = WaitingReason(code="no-cluster", message=message)
+            continue
+        latest: dict[int, ProvisioningRun] = {}  # per cluster
+        started = row.decided_at or row.created_at
+        for run in runs:
+            if run.tenant_id == row.tenant_id and (
+                run.pk in linked[row.pk]
+                or (run.kind == RunKind.BUNDLE and run.created_at >= started)
+            ):
+                latest[run.cluster_id] = run
+        if not latest:
+            message = _("No provisioning run has been queued for it yet.")
+            reasons[row.pk] = WaitingReason(code="no-run", message=message)
+            continue
+        telling = min(latest.values(), key=lambda run: _RUN_RANK.get(RunState(run.state), 4))
+        reasons[row.pk] = _run_reason(telling, row)
+    return reasons
 
 
 def cluster_nodes(cluster: Cluster) -> list[NodeCapacity]:
