@@ -24,6 +24,7 @@ from portal.allocations.selectors import (
 )
 from portal.catalog.models import Offering
 from portal.core.errors import ApplicationError, ValidationFailed
+from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, polled_page
 from tenants.access import Access, tenant_for, tenants_led_by, tenants_where
@@ -48,7 +49,12 @@ def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     tenants = tenants_requestable(request)
     if not tenants.exists() and not request.user.is_portal_admin:
         raise Http404
-    form = GpuRequestForm(request.POST or None, tenants=tenants, offerings=offerings_requestable())
+    form = GpuRequestForm(
+        request.POST or None,
+        initial=prefill(request.GET, GpuRequestForm.base_fields),  # "request again" links
+        tenants=tenants,
+        offerings=offerings_requestable(),
+    )
     status = 200
     if request.method == "POST":
         status = 400

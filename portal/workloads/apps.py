@@ -11,6 +11,7 @@ class WorkloadsConfig(AppConfig):
         from portal.cluster.models import RunKind
         from portal.cluster.services.runs import RunKindHandler, run_kinds
         from portal.core.navigation import nav_register
+        from portal.workloads.home import workloads_home_register
         from portal.workloads.provisioning import notebook_run_sync
         from portal.workloads.receivers import (
             notebooks_follow_allocation_state,
@@ -27,4 +28,5 @@ class WorkloadsConfig(AppConfig):
             RunKind.NOTEBOOK,
             RunKindHandler(sync=notebook_run_sync, finished=notebook_run_finished),
         )
+        workloads_home_register()
         nav_register("Notebooks", "workloads:list", {"developer", "lead", "admin"}, position=20)
