@@ -64,7 +64,7 @@ def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Every persona's home: the panels the apps registered for the user's persona."""
     persona = persona_of(request.user)
     panels = home_panels_render(request, request.user, persona)
-    return render(request, "core/home.html", {"panels": panels, "home_persona": persona})
+    return render(request, "core/home.html", {"panels": panels})
 
 
 # Django's error handlers. Under /api/ they answer the JSON error envelope (a route that does not

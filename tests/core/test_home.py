@@ -24,7 +24,7 @@ from portal.billing.services import budget_set, rate_card_create
 from portal.catalog.models import Offering
 from portal.cluster.models import Cluster, OfferingCapacity, ProvisioningRun, RunKind, RunState
 from portal.cluster.services import cluster_create
-from portal.core.home import panels_for
+from portal.core.home import home_panels, panels_for
 from portal.core.navigation import navigation_for
 from portal.directory.models import ChangeKind, ChangeState, DirectoryChange
 from portal.metering.collection import hour_floor, metering_begin, window_collect
@@ -220,6 +220,25 @@ def test_each_persona_has_its_own_panels() -> None:
         "finance": ["spend"],
         "admin": ["attention", "runs", "capacity", "directory"],
     }  # fmt: skip
+
+
+def test_each_panel_is_registered_by_the_app_that_owns_its_data() -> None:
+    owners = {panel.name: panel.context.__module__ for panel in home_panels.values()}
+    assert owners == {
+        "approvals": "portal.allocations.home",
+        "my-allocations": "portal.allocations.home",
+        "my-notebooks": "portal.workloads.home",
+        "my-usage": "portal.metering.home",
+        "idle": "portal.metering.home",
+        "quota-burn": "tenants.home",
+        "attention": "tenants.home",
+        "spend": "portal.billing.home",
+        "budgets": "portal.billing.home",
+        "my-cost": "portal.billing.home",
+        "capacity": "portal.cluster.home",
+        "runs": "portal.cluster.home",
+        "directory": "portal.directory.home",
+    }
 
 
 # What each persona sees
