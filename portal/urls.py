@@ -81,6 +81,7 @@ api_v1 = [
 
 urlpatterns = [
     path("", core_views.start, name="start"),
+    path("home/", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
     path("readyz", core_views.readyz, name="readyz"),
     path("metrics", core_views.metrics, name="metrics"),

@@ -9,18 +9,14 @@ class TenantsConfig(AppConfig):
         from portal.accounts import sso
         from portal.core import navigation
         from tenants import access  # noqa: F401  (registers the visibility scopes)
+        from tenants.home import tenants_home_register
         from tenants.selectors import has_tenant_access, persona_of
         from tenants.services import memberships_apply_from_provider
 
         sso.memberships_apply.register(memberships_apply_from_provider)
         sso.has_tenant_access.register(has_tenant_access)
         navigation.persona_resolver.register(persona_of)
-        for persona, url_name in {
-            "admin": "tenants:manage",
-            "lead": "tenants:team",
-            "developer": "tenants:mine",
-        }.items():
-            navigation.start_pages.register(persona, url_name)
+        tenants_home_register()
         members = {"developer", "lead", "admin"}
         navigation.nav_register("My workspace", "tenants:mine", members, position=10)
         navigation.nav_register("Team", "tenants:team", {"lead"}, position=50)

@@ -31,6 +31,7 @@ PERSONAS = ("anonymous", "developer", "lead", "outsider", "finance_user", "admin
 # route name -> (method, kwargs name, expected status per persona, in PERSONAS order)
 ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "start": ("get", "", (302, 302, 302, 302, 302, 302)),
+    "home": ("get", "", (302, 200, 200, 200, 200, 200)),
     "healthz": ("get", "", (200, 200, 200, 200, 200, 200)),
     "readyz": ("get", "", (200, 200, 200, 200, 200, 200)),
     "metrics": ("get", "", (200, 200, 200, 200, 200, 200)),

@@ -7,6 +7,7 @@ class AllocationsConfig(AppConfig):
     verbose_name = "GPU requests and allocations"
 
     def ready(self) -> None:
+        from portal.allocations.home import allocations_home_register
         from portal.allocations.ledger import allocations_holding as holding_reader
         from portal.allocations.ledger import gpu_eq_held_by
         from portal.allocations.receivers import allocations_follow_tenant_state
@@ -14,6 +15,7 @@ class AllocationsConfig(AppConfig):
         from tenants.selectors import allocations_held, allocations_holding
         from tenants.signals import tenant_state_changed
 
+        allocations_home_register()
         allocations_held.register(gpu_eq_held_by)
         allocations_holding.register(holding_reader)
         # Before the workloads app's receiver (apps are ready in INSTALLED_APPS order): the

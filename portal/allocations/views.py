@@ -26,6 +26,7 @@ from portal.allocations.selectors import (
 )
 from portal.catalog.models import Offering
 from portal.core.errors import ApplicationError, ValidationFailed
+from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, polled_page
 from tenants.access import Access, tenant_for, tenants_led_by, tenants_where
@@ -50,10 +51,13 @@ def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     tenants = tenants_requestable(request)
     if not tenants.exists() and not request.user.is_portal_admin:
         raise Http404
-    # Without JavaScript, "Show this tenant's GPUs" comes back here with the form's values.
-    initial = {name: request.GET[name] for name in _REQUEST_FIELDS if request.GET.get(name)}
+    # "Request again" links and, without JavaScript, "Show this tenant's GPUs" come back here
+    # with the form's values.
     form = GpuRequestForm(
-        request.POST or None, initial=initial, tenants=tenants, offerings=offerings_requestable()
+        request.POST or None,
+        initial=prefill(request.GET, GpuRequestForm.base_fields),
+        tenants=tenants,
+        offerings=offerings_requestable(),
     )
     status = 200
     if request.method == "POST":
@@ -86,9 +90,6 @@ def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
                         )
                     return redirect("allocations:mine")
     return render(request, "allocations/request_form.html", {"form": form}, status=status)
-
-
-_REQUEST_FIELDS = ("tenant", "offering", "count", "duration_hours", "purpose", "justification")
 
 
 @login_required

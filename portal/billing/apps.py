@@ -11,6 +11,7 @@ class BillingConfig(AppConfig):
         from portal.allocations.selectors import cost_source, price_source
         from portal.billing.budget_views import budget_section_context
         from portal.billing.budgets import budget_policy_reason
+        from portal.billing.home import billing_home_register
         from portal.billing.pricing import allocation_costs, price_quote
         from portal.core import navigation
         from tenants.pages import TenantSection, tenant_sections
@@ -18,8 +19,7 @@ class BillingConfig(AppConfig):
         price_source.register(price_quote)
         cost_source.register(allocation_costs)
         budget_source.register(budget_policy_reason)
-        # Finance lands on this month's statements; leads reach their tenants' from the tenant page.
-        navigation.start_pages.register("finance", "billing:statements")
+        billing_home_register()
         navigation.nav_register(
             "Chargeback", "billing:statements", {"finance", "admin"}, position=60
         )

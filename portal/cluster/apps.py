@@ -15,6 +15,7 @@ class ClusterConfig(AppConfig):
             waiting_source,
         )
         from portal.catalog.services import cluster_registered as pool_cluster_lookup
+        from portal.cluster.home import cluster_home_register
         from portal.cluster.metrics import ProvisioningCollector
         from portal.cluster.receivers import provisioning_follows_tenant, provisioning_section
         from portal.cluster.selectors import (
@@ -44,6 +45,7 @@ class ClusterConfig(AppConfig):
         # A GPU pool (catalog, below this app) must name a registered cluster.
         pool_cluster_lookup.register(cluster_registered)
         collector_register(ProvisioningCollector())
+        cluster_home_register()
         nav_register(gettext_noop("Clusters"), "cluster:clusters", {"admin"}, position=100)
         nav_register(
             gettext_noop("Capacity"), "cluster:capacity", {"developer", "lead"}, position=120

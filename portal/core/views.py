@@ -12,10 +12,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from portal.core.filters import AuditEventFilter
 from portal.core.health import readiness_problems
+from portal.core.home import home_panels_render
 from portal.core.http import AuthenticatedHttpRequest, envelope_json
 from portal.core.metrics import metrics_allowed
 from portal.core.middleware import is_api_request
-from portal.core.navigation import start_url_for
+from portal.core.navigation import persona_of, start_url_for
 from portal.core.pages import error_page
 from portal.core.parsers import RequestTooLarge, too_large_message
 from portal.core.selectors import audit_events_for
@@ -56,6 +57,14 @@ def start(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect("accounts:login")
     return redirect(start_url_for(request.user))
+
+
+@login_required
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Every persona's home: the panels the apps registered for the user's persona."""
+    persona = persona_of(request.user)
+    panels = home_panels_render(request, request.user, persona)
+    return render(request, "core/home.html", {"panels": panels})
 
 
 # Django's error handlers. Under /api/ they answer the JSON error envelope (a route that does not

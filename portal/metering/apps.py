@@ -10,11 +10,13 @@ class MeteringConfig(AppConfig):
         from portal.core.metrics import collector_register
         from portal.core.navigation import nav_register
         from portal.metering.activity import notebook_activity
+        from portal.metering.home import metering_home_register
         from portal.metering.metrics import MeteringCollector
         from portal.workloads.culling import activity_source
         from tenants.pages import TenantSection, tenant_sections
 
         collector_register(MeteringCollector())
+        metering_home_register()
         activity_source.register(notebook_activity)
         # The tenant page links its leads (and finance, admins) to the tenant's usage.
         tenant_sections.register(

@@ -13,6 +13,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose
 from portal.metering.collection import hour_floor
@@ -47,7 +48,9 @@ class IdleAllocation:
 
 def idle_hours_check(hours: int) -> int:
     if not 1 <= hours <= MAX_HOURS:
-        raise UsageQueryError("hours", f"Look back between 1 and {MAX_HOURS} hours.")
+        raise UsageQueryError(
+            "hours", _("Look back between 1 and %(hours)s hours.") % {"hours": MAX_HOURS}
+        )
     return hours
 
 

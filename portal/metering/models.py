@@ -25,6 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models import Sum
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
@@ -35,9 +36,9 @@ MICRO = Decimal("0.000001")
 
 
 class WindowState(models.TextChoices):
-    STARTED = "started", "started"
-    DONE = "done", "done"
-    FAILED = "failed", "failed"
+    STARTED = "started", _("started")
+    DONE = "done", _("done")
+    FAILED = "failed", _("failed")
 
 
 class MeteringState(models.Model):
@@ -47,12 +48,12 @@ class MeteringState(models.Model):
     cluster = models.OneToOneField(
         "cluster.Cluster", on_delete=models.CASCADE, related_name="metering"
     )
-    begins_at = models.DateTimeField(help_text="The first hour metered (an hour boundary)")
+    begins_at = models.DateTimeField(help_text=_("The first hour metered (an hour boundary)"))
     complete_until = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     last_run_at = models.DateTimeField(null=True, blank=True)
     demo = models.BooleanField(
-        default=False, help_text="Collected from the demo's synthetic metrics"
+        default=False, help_text=_("Collected from the demo's synthetic metrics")
     )
 
     def __str__(self) -> str:
@@ -67,7 +68,7 @@ class UsageWindow(models.Model):
     state = models.CharField(max_length=16, choices=WindowState.choices)
     attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
-    queries = models.PositiveIntegerField(default=0, help_text="Prometheus queries it took")
+    queries = models.PositiveIntegerField(default=0, help_text=_("Prometheus queries it took"))
     records = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -83,12 +84,12 @@ class UsageWindow(models.Model):
 
 
 class WorkloadKind(models.TextChoices):
-    NOTEBOOK = "notebook", "notebook"
-    POD = "pod", "pod"
+    NOTEBOOK = "notebook", _("notebook")
+    POD = "pod", _("pod")
     # Reserved with no workload on it (an allocation for a batch job not yet running).
-    ALLOCATION = "allocation", "allocation"
+    ALLOCATION = "allocation", _("allocation")
     # What the portal cannot attribute: kept per namespace, never dropped.
-    UNATTRIBUTED = "unattributed", "unattributed"
+    UNATTRIBUTED = "unattributed", _("unattributed")
 
 
 @dataclass
@@ -241,7 +242,7 @@ class GpuHealth(models.Model):
     node = models.CharField(max_length=253, blank=True)
     gpu_uuid = models.CharField(max_length=100, blank=True)
     model_name = models.CharField(max_length=100, blank=True)
-    last_xid = models.PositiveIntegerField(help_text="The last XID error code seen")
+    last_xid = models.PositiveIntegerField(help_text=_("The last XID error code seen"))
 
     class Meta:
         ordering = ["-hour", "node", "gpu_uuid"]
@@ -262,7 +263,7 @@ class UsageCapacity(models.Model):
     gpu_model = models.ForeignKey(
         "catalog.GpuModel", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
-    model_name = models.CharField(max_length=100, help_text="The DCGM exporter's modelName")
+    model_name = models.CharField(max_length=100, help_text=_("The DCGM exporter's modelName"))
     gpu_hours_num, gpu_hours_den = gpu_eq_columns("gpu_hours")
     gpu_hours = gpu_eq_property("gpu_hours")
 

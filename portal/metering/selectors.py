@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db.models import F, QuerySet
 from django.db.models.functions import TruncDate
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_display
@@ -108,19 +109,30 @@ class UsageQuery:
     def check(self) -> None:
         for name, day in (("from", self.start), ("to", self.end)):
             if not EARLIEST <= day <= LATEST:
-                raise UsageQueryError(name, f"Give a date from {EARLIEST} to {LATEST}.")
+                raise UsageQueryError(
+                    name,
+                    _("Give a date from %(first)s to %(last)s.")
+                    % {"first": EARLIEST, "last": LATEST},
+                )
         if self.end < self.start:
-            raise UsageQueryError("to", "The end date is before the start date.")
+            raise UsageQueryError("to", _("The end date is before the start date."))
         days = (self.end - self.start).days + 1
         if days > MAX_DAYS:
-            raise UsageQueryError("to", f"Ask for at most {MAX_DAYS} days at a time.")
+            raise UsageQueryError(
+                "to", _("Ask for at most %(days)s days at a time.") % {"days": MAX_DAYS}
+            )
         unknown = [group for group in self.group_by if group not in GROUPS]
         if unknown:
             raise UsageQueryError(
-                "group_by", f"Unknown grouping {unknown[0]!r}: use {', '.join(GROUPS)}."
+                "group_by",
+                _("Unknown grouping %(group)s: use %(groups)s.")
+                % {"group": repr(unknown[0]), "groups": ", ".join(GROUPS)},
             )
         if "hour" in self.group_by and days > MAX_HOURLY_DAYS:
-            raise UsageQueryError("group_by", f"Group by hour over at most {MAX_HOURLY_DAYS} days.")
+            raise UsageQueryError(
+                "group_by",
+                _("Group by hour over at most %(days)s days.") % {"days": MAX_HOURLY_DAYS},
+            )
 
 
 def _uses_rollup(viewer: User, query: UsageQuery) -> bool:
@@ -202,5 +214,5 @@ def usage_complete_until(marks: list[Watermark] | None = None) -> datetime | Non
 def usage_windows_for(user: User) -> QuerySet[UsageWindow]:
     """Every cluster's metering windows, newest first (admins; NotFound for anyone else)."""
     if not user.is_portal_admin:
-        raise NotFound("There is no such page.")
+        raise NotFound(_("There is no such page."))
     return UsageWindow.objects.select_related("cluster").order_by("-start", "cluster__name")

@@ -5,6 +5,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from portal.metering.models import UsageWindow
@@ -40,7 +41,12 @@ def group_by_values(raw: list[str]) -> list[str]:
     """`group_by` as given (repeated and/or comma-separated), in order, each once."""
     if sum(len(value) for value in raw) > GROUP_BY_MAX_CHARS:
         raise serializers.ValidationError(
-            {"group_by": [f"At most {GROUP_BY_MAX_CHARS} characters: use {', '.join(GROUPS)}."]}
+            {
+                "group_by": [
+                    _("At most %(count)s characters: use %(groups)s.")
+                    % {"count": GROUP_BY_MAX_CHARS, "groups": ", ".join(GROUPS)}
+                ]
+            }
         )
     groups: list[str] = []
     for value in raw:
@@ -52,7 +58,12 @@ def group_by_values(raw: list[str]) -> list[str]:
     if unknown:
         shown = unknown[0].encode("unicode_escape").decode("ascii")[:40]
         raise serializers.ValidationError(
-            {"group_by": [f"Unknown grouping {shown!r}: use {', '.join(GROUPS)}."]}
+            {
+                "group_by": [
+                    _("Unknown grouping %(group)s: use %(groups)s.")
+                    % {"group": repr(shown), "groups": ", ".join(GROUPS)}
+                ]
+            }
         )
     return groups
 
@@ -82,10 +93,17 @@ class UsageQuerySerializer(serializers.Serializer[Any]):
         for name, value in (("from", start), ("to", end)):
             if not EARLIEST <= value <= LATEST:
                 raise serializers.ValidationError(
-                    {name: [f"Give a date from {EARLIEST} to {LATEST}."]}
+                    {
+                        name: [
+                            _("Give a date from %(first)s to %(last)s.")
+                            % {"first": EARLIEST, "last": LATEST}
+                        ]
+                    }
                 )
         if (end - start).days + 1 > MAX_DAYS:
-            raise serializers.ValidationError({"to": [f"Ask for at most {MAX_DAYS} days."]})
+            raise serializers.ValidationError(
+                {"to": [_("Ask for at most %(days)s days.") % {"days": MAX_DAYS}]}
+            )
         return {**attrs, "from": start, "to": end}
 
 

@@ -20,6 +20,8 @@ from django.http import Http404, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from portal.allocations.models import GpuRequest
@@ -105,12 +107,12 @@ def utilisation_text(row: UsageRow) -> str:
     return f"{(utilisation * 100).quantize(Decimal('0.1'), rounding=ROUND_HALF_UP):f}"
 
 
-MEASURES: dict[str, tuple[str, Callable[[UsageRow], str]]] = {
-    "reserved": ("Reserved GPU-eq-h", lambda row: hours_text(row.reserved)),
-    "requested": ("Requested GPU-eq-h", lambda row: hours_text(row.requested)),
-    "used": ("Used GPU-h", lambda row: hours_text(row.used_gpu_hours)),
-    "memory": ("GPU memory GiB-h", lambda row: hours_text(row.memory_gib_hours)),
-    "utilisation": ("Used / reserved (%)", utilisation_text),
+MEASURES: dict[str, tuple[Any, Callable[[UsageRow], str]]] = {
+    "reserved": (gettext_lazy("Reserved GPU-eq-h"), lambda row: hours_text(row.reserved)),
+    "requested": (gettext_lazy("Requested GPU-eq-h"), lambda row: hours_text(row.requested)),
+    "used": (gettext_lazy("Used GPU-h"), lambda row: hours_text(row.used_gpu_hours)),
+    "memory": (gettext_lazy("GPU memory GiB-h"), lambda row: hours_text(row.memory_gib_hours)),
+    "utilisation": (gettext_lazy("Used / reserved (%)"), utilisation_text),
 }
 
 
@@ -155,11 +157,11 @@ class UsagePeriodForm(forms.Form):
     def __init__(self, data: dict[str, str], *, with_hours: bool = False) -> None:
         super().__init__(data)
         date_input = forms.DateInput(attrs={"type": "date"})
-        self.fields["from"] = forms.DateField(label="From", widget=date_input)
-        self.fields["to"] = forms.DateField(label="To", widget=date_input)
+        self.fields["from"] = forms.DateField(label=_("From"), widget=date_input)
+        self.fields["to"] = forms.DateField(label=_("To"), widget=date_input)
         if with_hours:
             self.fields["hours"] = forms.IntegerField(
-                label="Idle over the last (hours)", min_value=1, max_value=MAX_HOURS
+                label=_("Idle over the last (hours)"), min_value=1, max_value=MAX_HOURS
             )
 
 
@@ -233,7 +235,7 @@ def usage_page(
         wanted = request.GET.get("table", tables[0].name if tables else "")
         table = next((table for table in tables if table.name == wanted), None)
         if table is None:
-            raise Http404("No such table on this page.")
+            raise Http404(_("No such table on this page."))
         if not period.valid:
             errors = "; ".join(
                 f"{name}: {' '.join(str(e) for e in found)}"
@@ -269,17 +271,17 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponseBase:
     tables = [
         Table(
             "daily",
-            "Reserved and used per day",
-            [("day", "Day"), *measure_columns(daily_measures)],
+            _("Reserved and used per day"),
+            [("day", _("Day")), *measure_columns(daily_measures)],
             daily_rows(per_day, period.start, period.end, daily_measures) if period.valid else [],
             chart=Chart("day", daily_measures),
         ),
         Table(
             "workloads",
-            "Per notebook",
+            _("Per notebook"),
             [
-                ("kind", "Kind"),
-                ("workload", "Notebook or allocation"),
+                ("kind", _("Kind")),
+                ("workload", _("Notebook or allocation")),
                 *measure_columns(workload_measures),
             ],
             [
@@ -312,7 +314,7 @@ def tenant_usage_for(request: AuthenticatedHttpRequest, slug: str) -> Tenant:
     tenant = tenant_for(request.user, slug)
     user = request.user
     if not sees_everything(user) and not tenants_led_by(user).filter(pk=tenant.pk).exists():
-        raise Http404("No such tenant.")
+        raise Http404(_("No such tenant."))
     return tenant
 
 
@@ -347,18 +349,18 @@ def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBa
     tables = [
         Table(
             "models",
-            "Per GPU model and day",
-            [("day", "Day"), ("model", "GPU model"), *measure_columns(model_measures)],
+            _("Per GPU model and day"),
+            [("day", _("Day")), ("model", _("GPU model")), *measure_columns(model_measures)],
             daily_rows(per_model, period.start, period.end, model_measures, by="model"),
             chart=Chart("day", model_measures, split="model"),
         ),
         Table(
             "members",
-            "Per member",
-            [("user", "Member"), *measure_columns(measures)],
+            _("Per member"),
+            [("user", _("Member")), *measure_columns(measures)],
             [
                 [
-                    label_of(row.group["user"], "(pods not started by the portal)"),
+                    label_of(row.group["user"], _("(pods not started by the portal)")),
                     *measure_cells(row, measures),
                 ]
                 for row in per_user
@@ -366,8 +368,8 @@ def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBa
         ),
         Table(
             "workloads",
-            "Per workload",
-            [("kind", "Kind"), ("workload", "Workload"), *measure_columns(measures)],
+            _("Per workload"),
+            [("kind", _("Kind")), ("workload", _("Workload")), *measure_columns(measures)],
             [
                 [
                     row.group["workload_kind"],
@@ -396,7 +398,7 @@ def _idle_action(
     tenant = tenant_usage_for(request, slug)
     allocation = gpu_request_for(request.user, pk)
     if allocation.tenant_id != tenant.pk:
-        raise Http404("No such allocation in this tenant.")
+        raise Http404(_("No such allocation in this tenant."))
     note = act(allocation)
     if request.htmx:
         period = period_of(request, with_hours=True)
@@ -414,7 +416,10 @@ def idle_release(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpR
 
     def release(allocation: GpuRequest) -> str:
         released = gpu_request_release(actor=request.user, gpu_request=allocation)
-        return f"Allocation {released.pk} is {released.state}."
+        return _("Allocation %(id)s is %(state)s.") % {
+            "id": released.pk,
+            "state": released.get_state_display(),
+        }
 
     return _idle_action(request, slug, pk, release)
 
@@ -426,7 +431,10 @@ def idle_remind(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpRe
 
     def remind(allocation: GpuRequest) -> str:
         reminded = gpu_request_idle_remind(actor=request.user, gpu_request=allocation)
-        return f"{reminded.requester.username} is asked to release allocation {reminded.pk}."
+        return _("%(user)s is asked to release allocation %(id)s.") % {
+            "user": reminded.requester.username,
+            "id": reminded.pk,
+        }
 
     return _idle_action(request, slug, pk, remind)
 
@@ -454,15 +462,15 @@ def all_usage(request: AuthenticatedHttpRequest) -> HttpResponseBase:
     tables = [
         Table(
             "daily",
-            "Every tenant per day",
-            [("day", "Day"), *measure_columns(day_measures)],
+            _("Every tenant per day"),
+            [("day", _("Day")), *measure_columns(day_measures)],
             daily_rows(per_day, period.start, period.end, day_measures) if period.valid else [],
             chart=Chart("day", day_measures),
         ),
         Table(
             "tenants",
-            "Per tenant and GPU model",
-            [("tenant", "Tenant"), ("model", "GPU model"), *measure_columns(measures)],
+            _("Per tenant and GPU model"),
+            [("tenant", _("Tenant")), ("model", _("GPU model")), *measure_columns(measures)],
             [
                 [row.group["tenant"], label_of(row.group["model"]), *measure_cells(row, measures)]
                 for row in per_tenant
@@ -471,8 +479,8 @@ def all_usage(request: AuthenticatedHttpRequest) -> HttpResponseBase:
         ),
         Table(
             "models",
-            "Per GPU model and its pools",
-            [("model", "GPU model"), ("pools", "Pools"), *measure_columns(measures)],
+            _("Per GPU model and its pools"),
+            [("model", _("GPU model")), ("pools", _("Pools")), *measure_columns(measures)],
             [
                 [
                     label_of(row.group["model"]),
@@ -481,15 +489,16 @@ def all_usage(request: AuthenticatedHttpRequest) -> HttpResponseBase:
                 ]
                 for row in per_model
             ],
-            note="Usage is recorded per GPU model, not per pool: a model's pools are shown "
-            "together.",
+            note=_(
+                "Usage is recorded per GPU model, not per pool: a model's pools are shown together."
+            ),
         ),
         Table(
             "unattributed",
-            "Unattributed usage per namespace",
+            _("Unattributed usage per namespace"),
             [
-                ("namespace", "Namespace"),
-                ("model", "GPU model"),
+                ("namespace", _("Namespace")),
+                ("model", _("GPU model")),
                 *measure_columns(("requested", "used", "memory")),
             ],
             [
@@ -501,7 +510,7 @@ def all_usage(request: AuthenticatedHttpRequest) -> HttpResponseBase:
                 for row in per_tenant
                 if row.group["tenant"] is None
             ],
-            note="Pods in namespaces the portal does not manage, and busy GPUs no pod held.",
+            note=_("Pods in namespaces the portal does not manage, and busy GPUs no pod held."),
         ),
     ]
     if request.user.is_portal_admin:
@@ -515,16 +524,16 @@ def health_table(period: Period) -> Table:
     """GPUs that reported XID errors in the period: the latest report of each. One query."""
     table = Table(
         "health",
-        "GPU health (XID errors)",
+        _("GPU health (XID errors)"),
         [
-            ("cluster", "Cluster"),
-            ("node", "Node"),
-            ("gpu", "GPU"),
-            ("model", "Model"),
-            ("last_xid", "Last XID"),
-            ("hour", "Last seen (UTC)"),
+            ("cluster", _("Cluster")),
+            ("node", _("Node")),
+            ("gpu", _("GPU")),
+            ("model", _("Model")),
+            ("last_xid", _("Last XID")),
+            ("hour", _("Last seen (UTC)")),
         ],
-        note=f"The latest {HEALTH_ROWS} reports at most.",
+        note=_("The latest %(count)s reports at most.") % {"count": HEALTH_ROWS},
     )
     if not period.valid:
         return table

@@ -12,6 +12,7 @@ class WorkloadsConfig(AppConfig):
         from portal.cluster.models import RunKind
         from portal.cluster.services.runs import RunKindHandler, run_kinds
         from portal.core.navigation import nav_register
+        from portal.workloads.home import workloads_home_register
         from portal.workloads.provisioning import notebook_run_sync
         from portal.workloads.receivers import (
             notebooks_follow_allocation_state,
@@ -28,6 +29,7 @@ class WorkloadsConfig(AppConfig):
             RunKind.NOTEBOOK,
             RunKindHandler(sync=notebook_run_sync, finished=notebook_run_finished),
         )
+        workloads_home_register()
         nav_register(
             gettext_noop("Notebooks"), "workloads:list", {"developer", "lead", "admin"}, position=20
         )

@@ -21,6 +21,7 @@ from portal.allocations.views import (
     tenants_requestable,
 )
 from portal.core.errors import NotFound, ValidationFailed
+from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_page, polled_page
 from portal.workloads import services
@@ -59,7 +60,8 @@ def notebooks(request: AuthenticatedHttpRequest) -> HttpResponse:
 def _launch_form(request: AuthenticatedHttpRequest) -> LaunchForm:
     return LaunchForm(
         request.POST if request.method == "POST" else None,
-        initial={"allocation": request.GET.get("allocation", "")},
+        # "launch again" links fill in a recent notebook's setup
+        initial=prefill(request.GET, LaunchForm.base_fields),
         tenants=tenants_requestable(request),
         offerings=offerings_requestable(),
         allocations=launchable_allocations(request.user),

@@ -47,7 +47,7 @@ def test_a_user_in_the_leads_group_signs_in_as_a_lead_of_that_tenant(
     response = mock_provider.sign_in(client, "lee-sub")
 
     assert response.status_code == 302
-    assert response["Location"] == "/team/"
+    assert response["Location"] == "/home/"
     user = User.objects.get(username="lee")
     assert user.get_full_name() == "Lee Park"
     assert Membership.objects.get(user=user).role == MemberRole.LEAD
@@ -69,7 +69,7 @@ def test_removed_from_the_group_the_next_sign_in_drops_the_membership(
     _lee(mock_provider, NLP_DEVELOPERS)
     response = mock_provider.sign_in(Client(), "lee-sub")
 
-    assert response["Location"] == "/my/"
+    assert response["Location"] == "/home/"
     assert list(Membership.objects.filter(user=lee).values_list("tenant__slug", "role")) == [
         ("nlp", "developer")
     ]
@@ -87,11 +87,11 @@ def test_client_roles_become_global_roles_and_are_taken_away_again(
     mock_provider: MockProvider, db: None
 ) -> None:
     _lee(mock_provider, **_roles("finance"))
-    assert mock_provider.sign_in(Client(), "lee-sub")["Location"] == "/chargeback/"
+    assert mock_provider.sign_in(Client(), "lee-sub")["Location"] == "/home/"
     assert User.objects.get(username="lee").global_role == GlobalRole.FINANCE
 
     _lee(mock_provider, **_roles("admin", "finance"))
-    assert mock_provider.sign_in(Client(), "lee-sub")["Location"] == "/manage/tenants/"
+    assert mock_provider.sign_in(Client(), "lee-sub")["Location"] == "/home/"
     lee = User.objects.get(username="lee")
     assert lee.global_role == GlobalRole.ADMIN
     assert (lee.is_staff, lee.is_superuser) == (True, True)
@@ -138,7 +138,7 @@ def test_an_offsite_next_is_ignored(mock_provider: MockProvider, tenant_a: Tenan
 
     response = mock_provider.sign_in(Client(), "lee-sub", next_url="https://evil.example/")
 
-    assert response["Location"] == "/my/"
+    assert response["Location"] == "/home/"
 
 
 def test_the_authorization_request_uses_pkce_state_and_nonce(
@@ -248,7 +248,7 @@ def test_a_keycloak_sign_in_checks_pkce_and_reads_client_roles(
 
     response = sign_in_at_issuer(client)
 
-    assert response["Location"] == "/chargeback/"
+    assert response["Location"] == "/home/"
     assert User.objects.get(username="fin").global_role == GlobalRole.FINANCE
 
 
@@ -331,7 +331,7 @@ def test_the_mapping_in_portal_mode_leaves_memberships_alone(
         _lee(mock_provider, NLP_DEVELOPERS)
         response = mock_provider.sign_in(Client(), "lee-sub")
 
-    assert response["Location"] == "/team/"
+    assert response["Location"] == "/home/"
     assert list(
         Membership.objects.filter(user__username="lee").values_list("tenant__slug", "role")
     ) == [("vision", "lead")]
@@ -444,7 +444,7 @@ def test_an_account_an_admin_made_without_a_password_is_taken_over_at_first_sign
 
     response = mock_provider.sign_in(Client(), "lee-sub")
 
-    assert response["Location"] == "/my/"
+    assert response["Location"] == "/home/"
     made.refresh_from_db()
     assert made.sso.subject == "lee-sub"
     assert made.email == "lee@example.org"

@@ -58,11 +58,11 @@ def test_each_signal_reaches_the_apps_that_follow_it() -> None:
 
 def test_every_persona_has_a_start_page_and_navigation() -> None:
     for persona in navigation.PERSONAS:
-        assert persona in navigation.start_pages
+        assert navigation.start_pages.get(persona) == "home"
         assert navigation.navigation_for(persona), persona
     labels = [entry.label for entry in navigation.navigation_for("admin")]
     assert labels == [
-        "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Usage",
+        "Home", "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Usage",
         "Tenants", "Quota requests", "Catalog", "Clusters", "Identity", "All requests",
         "Audit log",
     ]  # fmt: skip

@@ -17,7 +17,7 @@ def test_a_developer_creates_a_token_uses_it_on_the_api_and_revokes_it(
     page.get_by_label("Username").fill(developer.username)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", level=1)).to_have_text("My workspace")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Home")
 
     page.get_by_role("link", name="API tokens").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("API tokens")

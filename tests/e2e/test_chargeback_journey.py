@@ -28,8 +28,11 @@ def test_finance_closes_last_month_downloads_the_csv_and_a_lead_sees_the_final_s
 ) -> None:
     problems = console_problems(page)
 
-    # Finance lands on Chargeback and picks last month with the period picker (htmx swaps it).
+    # Finance lands on Home, follows the spend panel to Chargeback and picks last month with
+    # the period picker (htmx swaps it).
     sign_in(page, live_server.url, "finance")
+    spend = page.get_by_test_id("home-panel-spend")
+    spend.get_by_role("link", name="Open the full page").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Chargeback")
     page.get_by_label("Month").fill(PERIOD)
     page.get_by_role("button", name="Show").click()

@@ -30,6 +30,7 @@ def test_admin_creates_a_tenant_and_watches_the_run_finish(
     kube_api.faults.slow(0.4, methods=("PATCH",))
 
     sign_in(page, live_server.url, "admin")
+    page.goto(f"{live_server.url}/manage/tenants/")
     page.get_by_role("link", name="New tenant").click()
     page.get_by_label("Slug").fill("genomics")
     page.get_by_label("Name").fill("Genomics Lab")

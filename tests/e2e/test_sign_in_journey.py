@@ -6,12 +6,12 @@ from tests.conftest import PASSWORD
 pytestmark = pytest.mark.browser
 
 LEAD_NAVIGATION = [
-    "My workspace", "Notebooks", "My requests", "My usage", "Approvals", "Team", "Capacity",
-    "Audit log",
+    "Home", "My workspace", "Notebooks", "My requests", "My usage", "Approvals", "Team",
+    "Capacity", "Audit log",
 ]  # fmt: skip
 ADMIN_NAVIGATION = [
-    "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Usage", "Tenants",
-    "Quota requests", "Catalog", "Clusters", "Identity", "All requests", "Audit log",
+    "Home", "My workspace", "Notebooks", "My requests", "Approvals", "Chargeback", "Usage",
+    "Tenants", "Quota requests", "Catalog", "Clusters", "Identity", "All requests", "Audit log",
 ]  # fmt: skip
 
 
@@ -20,15 +20,23 @@ ADMIN_NAVIGATION = [
     [
         (
             "developer",
-            "My workspace",
-            ["My workspace", "Notebooks", "My requests", "My usage", "Capacity", "Audit log"],
+            "Home",
+            [
+                "Home",
+                "My workspace",
+                "Notebooks",
+                "My requests",
+                "My usage",
+                "Capacity",
+                "Audit log",
+            ],
         ),
-        ("lead", "Team", LEAD_NAVIGATION),
-        ("finance_user", "Chargeback", ["Chargeback", "Usage", "All requests", "Audit log"]),
-        ("admin_user", "Tenants", ADMIN_NAVIGATION),
+        ("lead", "Home", LEAD_NAVIGATION),
+        ("finance_user", "Home", ["Home", "Chargeback", "Usage", "All requests", "Audit log"]),
+        ("admin_user", "Home", ADMIN_NAVIGATION),
     ],
 )
-def test_each_persona_signs_in_in_the_browser_and_lands_on_its_start_page(
+def test_each_persona_signs_in_in_the_browser_and_lands_on_its_home(
     request: pytest.FixtureRequest, live_server, page: Page, persona: str, heading: str, nav_links
 ) -> None:
     user = request.getfixturevalue(persona)

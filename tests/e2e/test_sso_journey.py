@@ -11,16 +11,16 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.mark.parametrize(
-    ("claims", "heading"),
+    ("claims", "panel"),
     [
-        ({"groups": ["/gpu-portal/tenants/vision/leads"]}, "Team"),
-        ({"groups": ["/gpu-portal/tenants/vision/developers"]}, "My workspace"),
-        ({"resource_access": {"gpu-portal": {"roles": ["finance"]}}}, "Chargeback"),
-        ({"resource_access": {"gpu-portal": {"roles": ["admin"]}}}, "Tenants"),
+        ({"groups": ["/gpu-portal/tenants/vision/leads"]}, "approvals"),
+        ({"groups": ["/gpu-portal/tenants/vision/developers"]}, "my-notebooks"),
+        ({"resource_access": {"gpu-portal": {"roles": ["finance"]}}}, "spend"),
+        ({"resource_access": {"gpu-portal": {"roles": ["admin"]}}}, "attention"),
     ],
 )
-def test_sign_in_at_the_provider_lands_on_the_roles_start_page(
-    live_server, page: Page, mock_provider: MockProvider, tenant_a: Tenant, claims, heading
+def test_sign_in_at_the_provider_lands_on_the_roles_home(
+    live_server, page: Page, mock_provider: MockProvider, tenant_a: Tenant, claims, panel
 ) -> None:
     mock_provider.set_user(
         "lee-sub", preferred_username="lee", given_name="Lee", family_name="Park", **claims
@@ -35,7 +35,8 @@ def test_sign_in_at_the_provider_lands_on_the_roles_start_page(
     page.get_by_label("Subject").fill("lee-sub")
     page.get_by_role("button", name="Authorize").click()
 
-    expect(page.get_by_role("heading", level=1)).to_have_text(heading)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Home")
+    expect(page.get_by_test_id(f"home-panel-{panel}")).to_be_visible()
     expect(page.get_by_test_id("current-user")).to_have_text("Lee Park")
 
 

@@ -24,6 +24,7 @@ def test_admin_creates_a_tenant_adds_a_lead_and_sets_a_quota_that_the_lead_sees(
     user_create(actor=None, username="rhea", first_name="Rhea", last_name="Lead", password=PASSWORD)
 
     sign_in(page, live_server.url, "admin")
+    page.goto(f"{live_server.url}/manage/tenants/")
     page.get_by_role("link", name="New tenant").click()
     page.get_by_label("Slug").fill("genomics")
     page.get_by_label("Name").fill("Genomics Lab")
@@ -46,9 +47,12 @@ def test_admin_creates_a_tenant_adds_a_lead_and_sets_a_quota_that_the_lead_sees(
     page.get_by_role("button", name="Sign out").click()
 
     sign_in(page, live_server.url, "rhea")
-    expect(page.get_by_role("heading", level=1)).to_have_text("Team")
-    expect(page.get_by_text("NVIDIA A100-SXM4-80GB: 4 / 4")).to_be_visible()
-    page.get_by_role("link", name="Genomics Lab").click()
+    # The lead's home shows the new tenant's quota, nothing of it held yet.
+    expect(page.get_by_role("heading", level=1)).to_have_text("Home")
+    quota = page.get_by_test_id("home-quota-genomics-a100-80gb")
+    expect(quota).to_contain_text("NVIDIA A100-SXM4-80GB")
+    expect(quota).to_contain_text("0 / 4")
+    page.get_by_test_id("home-panel-quota-burn").get_by_role("link", name="Genomics Lab").click()
     expect(page).to_have_url(re.compile(r"/tenants/genomics/$"))
     quota_row = page.get_by_test_id("quota-a100-80gb")
     expect(quota_row.locator("td.remaining")).to_have_text("4")
@@ -58,6 +62,7 @@ def test_admin_searches_tenants_without_reloading(
     live_server, page: Page, admin_user, tenant_a, tenant_b
 ) -> None:
     sign_in(page, live_server.url, "admin")
+    page.goto(f"{live_server.url}/manage/tenants/")
 
     page.get_by_label("Search").fill("language")
 

@@ -1,0 +1,123 @@
+"""The allocations app's panels on the homes (portal.core.home): a member's own requests and
+allocations with the time they have left and "request again", and a lead's pending approvals
+with the quota left beside each."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
+from django.utils import timezone
+
+from portal.accounts.models import User
+from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
+from portal.allocations.selectors import approvals_queue_for, gpu_requests_for
+from portal.core.home import HOME_ROWS, home_register
+from tenants.selectors import quota_lines_for
+
+# How many of the user's latest requests "request again" looks through for different asks.
+RECENT_REQUESTS = 20
+
+
+def request_again_url(gpu_request: GpuRequest) -> str:
+    """The request form, filled in as `gpu_request` was (the form checks it all again)."""
+    values = {
+        "tenant": gpu_request.tenant.slug,
+        "offering": gpu_request.offering.slug,
+        "count": gpu_request.count,
+        "duration_hours": gpu_request.duration_hours,
+        "purpose": gpu_request.purpose,
+    }
+    return f"{reverse('allocations:new')}?{urlencode(values)}"
+
+
+def my_allocations_context(user: User) -> dict[str, Any]:
+    """The user's own pending requests and allocations, ending soonest first, and their latest
+    different asks to make again. Three queries."""
+    mine = gpu_requests_for(user).filter(requester=user)
+    current = mine.filter(state__in=(RequestState.PENDING, *HOLDING_STATES))
+    rows = list(current.order_by("ends_at", "created_at", "id")[:HOME_ROWS])
+    again: list[tuple[GpuRequest, str]] = []
+    seen: set[tuple[object, ...]] = set()
+    for gpu_request in mine.order_by("-created_at", "-id")[:RECENT_REQUESTS]:
+        ask = (gpu_request.tenant_id, gpu_request.offering_id, gpu_request.count)
+        if ask in seen or len(again) == 3:
+            continue
+        seen.add(ask)
+        again.append((gpu_request, request_again_url(gpu_request)))
+    return {
+        "allocations": rows,
+        "allocation_count": current.count() if len(rows) == HOME_ROWS else len(rows),
+        "request_again": again,
+        "now": timezone.now(),
+    }
+
+
+@dataclass(frozen=True)
+class PendingItem:
+    """Something waiting for a lead's decision, with the quota left of its GPU model."""
+
+    kind: str  # "request"; "extension" once allocations has them
+    gpu_request: GpuRequest
+    quota: Fraction | None  # None: the tenant has no quota for the model
+    remaining: Fraction | None
+
+
+# What else waits for a lead beside requests: each source gives (how many in all, the oldest
+# HOME_ROWS) for a user. Pending extensions plug in here (`pending_sources.append(...)`) once
+# the allocations app has them; their rows show in the same panel, with the quota left.
+PendingSource = Callable[[User], tuple[int, list[GpuRequest]]]
+
+
+def pending_requests(user: User) -> tuple[int, list[GpuRequest]]:
+    queue = approvals_queue_for(user)
+    rows = list(queue[:HOME_ROWS])
+    return (queue.count() if len(rows) == HOME_ROWS else len(rows)), rows
+
+
+pending_sources: dict[str, PendingSource] = {"request": pending_requests}
+
+
+def approvals_context(user: User) -> dict[str, Any]:
+    """The oldest pending decisions, each with the quota left of its model in its tenant.
+    Two queries per pending source, two for the quotas."""
+    counts: dict[str, int] = {}
+    found: list[tuple[str, GpuRequest]] = []
+    for kind, source in pending_sources.items():
+        counts[kind], rows = source(user)
+        found += [(kind, row) for row in rows]
+    lines = quota_lines_for({gpu_request.tenant_id for _, gpu_request in found})
+    by_model = {
+        (tenant_id, line.gpu_model.pk): line for tenant_id, rows in lines.items() for line in rows
+    }
+    items = []
+    for kind, gpu_request in found:
+        line = by_model.get((gpu_request.tenant_id, gpu_request.gpu_model_id))
+        items.append(
+            PendingItem(
+                kind,
+                gpu_request,
+                line.quota if line else None,
+                line.remaining if line else None,
+            )
+        )
+    return {"pending": items, "pending_count": sum(counts.values()), "pending_counts": counts}
+
+
+def allocations_home_register() -> None:
+    home_register(
+        "approvals",
+        {"lead"},
+        position=10,
+        template="allocations/_home_approvals.html",
+        context=approvals_context,
+    )
+    home_register(
+        "my-allocations",
+        {"developer", "lead"},
+        position=20,
+        template="allocations/_home_allocations.html",
+        context=my_allocations_context,
+    )

@@ -1,0 +1,95 @@
+"""Each persona signs in in Chromium and lands on their home, showing their panels: in English,
+then in Simplified Chinese (the browser asking for zh-Hans)."""
+
+import re
+
+import pytest
+from django.utils import translation
+from playwright.sync_api import Page, expect
+
+from tests.core.test_home import World, build_world
+from tests.e2e.console import console_problems
+from tests.e2e.test_tenant_admin_journey import sign_in
+
+pytestmark = pytest.mark.browser
+
+PANELS = {
+    "dev": ["my-notebooks", "my-allocations", "my-usage", "my-cost"],
+    "lead": [
+        "approvals", "quota-burn", "budgets", "idle", "my-notebooks", "my-allocations",
+        "my-usage", "my-cost",
+    ],
+    "finance": ["spend"],
+    "admin": ["attention", "runs", "capacity", "directory"],
+}  # fmt: skip
+
+
+def _rows(world: World) -> dict[str, list[str]]:
+    """A row each persona's home shows from the data."""
+    return {
+        "dev": [f"home-notebook-{world.notebook.pk}", f"home-allocation-{world.pending.pk}"],
+        "lead": [f"home-pending-request-{world.pending.pk}", "home-quota-vision-a100-80gb"],
+        "finance": ["home-spend-vision", "home-spend-nlp"],
+        "admin": [f"home-failed-run-{world.failed_run.pk}", "home-suspended-old-lab"],
+    }
+
+
+def _chinese(text: str) -> str:
+    with translation.override("zh-hans"):
+        return translation.gettext(text)
+
+
+@pytest.mark.parametrize("username", ["dev", "lead", "finance", "admin"])
+def test_each_persona_lands_on_a_home_with_its_panels_in_english_and_chinese(
+    live_server, page: Page, username: str,
+    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog,
+) -> None:  # fmt: skip
+    world = build_world(
+        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
+        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
+    )  # fmt: skip
+    problems = console_problems(page)
+
+    sign_in(page, live_server.url, username)
+
+    expect(page).to_have_url(re.compile(r"/home/$"))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Home")
+    panels = page.locator("[data-testid^='home-panel-']")
+    expect(panels).to_have_count(len(PANELS[username]))
+    for name, panel in zip(PANELS[username], panels.all(), strict=True):
+        expect(panel).to_have_attribute("data-testid", f"home-panel-{name}")
+    for row in _rows(world)[username]:
+        expect(page.get_by_test_id(row)).to_be_visible()
+    # Home is the first entry of the navigation, marked as the page shown.
+    first = page.get_by_role("navigation", name="Main").get_by_role("link").first
+    expect(first).to_have_attribute("aria-current", "page")
+
+    # The same home in Simplified Chinese: the browser asks for it.
+    page.set_extra_http_headers({"Accept-Language": "zh-Hans"})
+    answer = page.goto(f"{live_server.url}/home/")
+    assert answer is not None
+    assert answer.headers.get("content-language") == "zh-hans"
+    expect(page.get_by_test_id("home-heading")).to_have_text(_chinese("Home"))
+    expect(panels).to_have_count(len(PANELS[username]))
+    for row in _rows(world)[username]:
+        expect(page.get_by_test_id(row)).to_be_visible()
+    # Every panel links to its full page, in the reader's language.
+    expect(page.get_by_role("link", name=_chinese("Open the full page")).first).to_be_visible()
+    assert problems == []
+
+
+def test_a_developer_launches_again_from_home_into_the_filled_in_form(
+    live_server, page: Page,
+    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog,
+) -> None:  # fmt: skip
+    world = build_world(
+        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
+        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
+    )  # fmt: skip
+    sign_in(page, live_server.url, "dev")
+
+    page.get_by_test_id(f"launch-again-{world.notebook.pk}").click()
+
+    expect(page).to_have_url(re.compile(r"/notebooks/new/\?tenant=vision&"))
+    expect(page.get_by_label("Tenant")).to_have_value("vision")
+    expect(page.get_by_label("Image")).to_have_value("minimal-python")
