@@ -1,4 +1,5 @@
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from portal.allocations.models import Purpose
 from portal.catalog.models import Offering
@@ -13,23 +14,35 @@ class OfferingChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
 
 
 class GpuRequestForm(BoundedForm):
-    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), to_field_name="slug")
+    tenant = forms.ModelChoiceField(
+        queryset=Tenant.objects.none(), to_field_name="slug", label=_("Tenant")
+    )
     offering = OfferingChoiceField(
         queryset=Offering.objects.none(), to_field_name="slug", label="GPU and size"
     )
     # The lower bounds are the service's to say (it names the field); the upper, the column's.
     count = forms.IntegerField(
-        initial=1, max_value=INTEGER_MAX, help_text="How many units of the offering"
+        label=_("Count"),
+        initial=1,
+        max_value=INTEGER_MAX,
+        help_text=_("How many units of the offering"),
     )
     duration_hours = forms.IntegerField(
-        label="Duration (hours)",
+        label=_("Duration (hours)"),
         required=False,
         max_value=INTEGER_MAX,
-        help_text="Empty: the tenant's default. Longer than its auto-approve hours needs a lead.",
+        help_text=_(
+            "Empty: the tenant's default. Longer than its auto-approve hours needs a lead."
+        ),
     )
-    purpose = forms.ChoiceField(choices=Purpose.choices, initial=Purpose.NOTEBOOK)
+    purpose = forms.ChoiceField(
+        label=_("Purpose"), choices=Purpose.choices, initial=Purpose.NOTEBOOK
+    )
     justification = forms.CharField(
-        required=False, max_length=TEXT_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 2})
+        label=_("Justification"),
+        required=False,
+        max_length=TEXT_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
     )
 
     def __init__(self, *args: object, tenants: object, offerings: object, **kwargs: object) -> None:
@@ -46,8 +59,23 @@ class GpuRequestForm(BoundedForm):
 
 
 class DecisionForm(BoundedForm):
-    comment = forms.CharField(required=False, max_length=TEXT_MAX_LENGTH)
+    comment = forms.CharField(label=_("Comment"), required=False, max_length=TEXT_MAX_LENGTH)
 
 
 class ExtendForm(BoundedForm):
-    hours = forms.IntegerField(min_value=1, max_value=INTEGER_MAX)
+    """More time on an allocation; the reason is needed when a lead decides."""
+
+    hours = forms.IntegerField(
+        label=_("Extend by (hours)"),
+        min_value=1,
+        max_value=INTEGER_MAX,
+        initial=1,
+        error_messages={"min_value": _("Extend by at least 1 hour.")},
+    )
+    reason = forms.CharField(
+        label=_("Reason"),
+        required=False,
+        max_length=TEXT_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("Needed when the extension goes beyond what the tenant grants at once."),
+    )
