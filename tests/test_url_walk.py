@@ -257,7 +257,8 @@ def walk_kwargs(
     page_extension = gpu_request_extend(
         actor=developer, gpu_request=extended, hours=20, reason="walk"
     ).extension_pending
-    assert extension is not None and page_extension is not None
+    assert extension is not None
+    assert page_extension is not None
     with override_settings(KEYCLOAK_SYNC=True, PORTAL_MEMBERSHIP_SOURCE="portal"):
         directory_change = directory_member_queue(
             tenant_slug=tenant_a.slug, username="walker", role="lead", actor=None
