@@ -200,18 +200,25 @@ def _preview_message(
     if path == RequestPath.UNSERVED:
         return _("Refused: %(reason)s.") % {"reason": detail}
     if held:
-        return f"Needs a lead's approval: {held}."
-    policy = (
-        f"up to {gpu_eq_display(tenant.auto_approve_gpu_eq)} GPU-eq and "
-        f"{tenant.auto_approve_hours} h"
-    )
+        return _("Needs a lead's approval: %(reason)s.") % {"reason": held}
+    policy = _("up to %(gpu_eq)s GPU-eq and %(hours)s h") % {
+        "gpu_eq": gpu_eq_display(tenant.auto_approve_gpu_eq),
+        "hours": tenant.auto_approve_hours,
+    }
+    names = {"tenant": tenant.slug, "policy": policy}
     if path == RequestPath.APPROVED:
-        return f"Approved at once: within {tenant.slug}'s quota and policy ({policy})."
+        return _("Approved at once: within %(tenant)s's quota and policy (%(policy)s).") % names
     if path == RequestPath.LEAD:
-        return f"Needs a lead's approval: above {tenant.slug}'s auto-approve policy ({policy})."
+        return (
+            _("Needs a lead's approval: above %(tenant)s's auto-approve policy (%(policy)s).")
+            % names
+        )
     if path == RequestPath.EXCEEDS:
-        return f"Exceeds the remaining quota: {detail}."
-    return f"{tenant.slug} has no quota for this GPU model ({offering.gpu_model.name})."
+        return _("Exceeds the remaining quota: %(numbers)s.") % {"numbers": detail}
+    return _("%(tenant)s has no quota for this GPU model (%(model)s).") % {
+        "tenant": tenant.slug,
+        "model": offering.gpu_model.name,
+    }
 
 
 def gpu_request_preview(

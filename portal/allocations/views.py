@@ -11,8 +11,7 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.allocations import services
@@ -255,9 +254,11 @@ def _extended_message(request: AuthenticatedHttpRequest, done: GpuRequest, hours
 
 
 EXTENSION_DONE: dict[str, Any] = {
-    ExtensionState.APPROVED: _lazy("Extension %(id)s is approved: request %(request)s ends later."),
-    ExtensionState.REJECTED: _lazy("Extension %(id)s is rejected."),
-    ExtensionState.CANCELLED: _lazy("Extension %(id)s is cancelled."),
+    ExtensionState.APPROVED: gettext_lazy(
+        "Extension %(id)s is approved: request %(request)s ends later."
+    ),
+    ExtensionState.REJECTED: gettext_lazy("Extension %(id)s is rejected."),
+    ExtensionState.CANCELLED: gettext_lazy("Extension %(id)s is cancelled."),
 }
 
 
