@@ -1,4 +1,5 @@
-from typing import Any
+from collections.abc import Collection
+from typing import Any, ClassVar
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -71,7 +72,7 @@ class GpuRequestInputSerializer(StrictFieldsMixin, serializers.Serializer[GpuReq
 
 
 class CommentSerializer(StrictFieldsMixin, serializers.Serializer[GpuRequest]):
-    multiline_fields: tuple[str, ...] = ("comment",)
+    multiline_fields: ClassVar[Collection[str]] = ("comment",)
 
     comment = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=TEXT_MAX_LENGTH
