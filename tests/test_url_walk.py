@@ -14,7 +14,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from portal.accounts.services import user_create
 from portal.accounts.tokens import api_token_create
-from portal.allocations.services import gpu_request_submit
+from portal.allocations.services import gpu_request_extend, gpu_request_submit
 from portal.billing.selectors import current_month
 from portal.billing.services import budget_set
 from portal.catalog.services import gpu_pool_create, notebook_image_create, offering_create
@@ -77,6 +77,8 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "allocations:offerings": ("get", "", (302, 200, 200, 200, 404, 200)),
     "allocations:detail": ("get", "gpu_request", (302, 200, 200, 404, 200, 200)),
     "allocations:transition": ("post", "page_request", (302, 403, 302, 404, 403, 302)),
+    "allocations:extend": ("get", "gpu_request", (302, 200, 200, 404, 200, 200)),
+    "allocations:extension-decide": ("post", "page_extension", (302, 403, 302, 404, 403, 302)),
     "allocations:approvals": ("get", "", (302, 404, 200, 404, 404, 200)),
     "allocations:approve-selected": ("post", "", (302, 404, 302, 404, 404, 302)),
     "allocations:all": ("get", "", (302, 404, 404, 404, 200, 200)),
@@ -115,6 +117,12 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "api:request-release": ("post", "gpu_request", (401, 409, 200, 404, 409, 200)),
     "api:request-extend": ("post", "gpu_request", (401, 400, 400, 404, 400, 400)),
     "api:request-revoke": ("post", "gpu_request", (401, 403, 403, 404, 403, 400)),
+    # The developer's extension waiting for a lead, decided in this order, per persona.
+    "api:extensions": ("get", "", (401, 200, 200, 200, 200, 200)),
+    "api:extension": ("get", "extension", (401, 200, 200, 404, 200, 200)),
+    "api:extension-approve": ("post", "extension", (401, 403, 200, 404, 403, 200)),
+    "api:extension-reject": ("post", "extension", (401, 403, 409, 404, 403, 409)),
+    "api:extension-cancel": ("post", "extension", (401, 200, 409, 404, 403, 409)),
     "api:tenants": ("get", "", (401, 200, 200, 200, 200, 200)),
     "api:tenant": ("get", "tenant", (401, 200, 200, 404, 200, 200)),
     "api:members": ("get", "tenant", (401, 200, 200, 404, 200, 200)),
@@ -245,6 +253,15 @@ def walk_kwargs(
     notebook = notebook_launch(
         actor=developer, allocation_id=allocation.pk, image=notebook_image.slug
     )
+    extension = gpu_request_extend(
+        actor=developer, gpu_request=allocation, hours=20, reason="walk"
+    ).extension_pending
+    extended = gpu_request_submit(actor=developer, tenant=tenant_a, offering=offering, count=1)
+    page_extension = gpu_request_extend(
+        actor=developer, gpu_request=extended, hours=20, reason="walk"
+    ).extension_pending
+    assert extension is not None
+    assert page_extension is not None
     with override_settings(KEYCLOAK_SYNC=True, PORTAL_MEMBERSHIP_SOURCE="portal"):
         directory_change = directory_member_queue(
             tenant_slug=tenant_a.slug, username="walker", role="lead", actor=None
@@ -258,6 +275,8 @@ def walk_kwargs(
         "page_request": {"pk": page_request.pk, "action": "approve"},
         "": {},
         "gpu_request": {"pk": pending.pk},
+        "extension": {"pk": extension.pk},
+        "page_extension": {"pk": page_extension.pk, "action": "approve"},
         "tenant": {"slug": tenant_a.slug},
         "member": {"slug": tenant_a.slug, "username": walker.username},
         "api_member": {"slug": tenant_a.slug, "username": api_walker.username},

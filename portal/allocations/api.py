@@ -1,8 +1,14 @@
-"""`requests/`, `requests/{id}/` and the transitions (API.md). POST answers with the decision."""
+"""`requests/`, `requests/{id}/` and the transitions (API.md). POST answers with the decision.
+
+`requests/{id}/extend` answers 200 with the allocation when it is extended at once, and 202
+with the pending extension when a lead decides; `extensions/` lists extensions, and
+`extensions/{id}/approve`, `reject` and `cancel` decide or withdraw a pending one.
+"""
 
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
@@ -12,9 +18,11 @@ from rest_framework.response import Response
 
 from portal.accounts.models import User
 from portal.allocations import services
-from portal.allocations.filters import GpuRequestFilter
-from portal.allocations.models import GpuRequest, RequestState
+from portal.allocations.filters import GpuRequestExtensionFilter, GpuRequestFilter
+from portal.allocations.models import GpuRequest, GpuRequestExtension, RequestState
 from portal.allocations.selectors import (
+    extension_for,
+    extensions_for,
     gpu_request_for,
     gpu_request_preview,
     gpu_requests_for,
@@ -23,6 +31,7 @@ from portal.allocations.serializers import (
     CommentSerializer,
     ExtendSerializer,
     GpuRequestDetailSerializer,
+    GpuRequestExtensionSerializer,
     GpuRequestInputSerializer,
     GpuRequestPreviewSerializer,
     GpuRequestSerializer,
@@ -48,10 +57,8 @@ def _request_input(request: Request, user: User) -> tuple[Tenant, Offering, dict
     offering_slug = data.pop("offering")
     offering = Offering.objects.select_related("gpu_model").filter(slug=offering_slug).first()
     if offering is None:
-        raise ValidationFailed(
-            f"offering: there is no offering {offering_slug!r}.",
-            fields={"offering": [f"There is no offering {offering_slug!r}."]},
-        )
+        message = _("There is no offering %(slug)r.") % {"slug": offering_slug}
+        raise ValidationFailed(f"offering: {message}", fields={"offering": [message]})
     return tenant, offering, data
 
 
@@ -119,7 +126,7 @@ class GpuRequestDetail(GenericAPIView[GpuRequest]):
 
 
 class GpuRequestTransition(GenericAPIView[GpuRequest]):
-    """approve, reject, cancel, release, revoke (with `comment`) and extend (with `hours`)."""
+    """approve, reject, cancel, release, revoke (with `comment`); extend is GpuRequestExtend."""
 
     serializer_class = GpuRequestSerializer
     transition = "approve"
@@ -129,28 +136,100 @@ class GpuRequestTransition(GenericAPIView[GpuRequest]):
     def post(self, request: Request, pk: int) -> Response:
         user = api_user(request)
         gpu_request = gpu_request_for(user, pk)
-        body_class = ExtendSerializer if self.transition == "extend" else CommentSerializer
-        comment = body_class(data=request.data)
+        comment = CommentSerializer(data=request.data)
         comment.is_valid(raise_exception=True)
-        hours = comment.validated_data.get("hours", 0)
         done = services.gpu_request_transition(
             actor=user,
             gpu_request=gpu_request,
             action=self.transition,
             comment=comment.validated_data["comment"],
-            hours=hours,
         )
         return Response(self.get_serializer(done).data)
 
 
 class GpuRequestExtend(GpuRequestTransition):
-    """extend, which alone takes `hours`; a requester asking beyond what the tenant grants at
-    once is refused by policy (422): a lead extends it."""
+    """extend by `hours`: 200 with the allocation when it is extended at once (within the
+    tenant's policy, or asked by a lead of the tenant or an admin); beyond that, 202 with the
+    extension that now waits for a lead, when a `reason` says why, and 422 (refused by policy)
+    without one. 409 when an extension already waits on the allocation."""
 
     transition = "extend"
 
     @extend_schema(
-        request=ExtendSerializer, responses={200: GpuRequestSerializer, 422: documented_error(422)}
+        request=ExtendSerializer,
+        responses={
+            200: GpuRequestSerializer,
+            202: GpuRequestExtensionSerializer,
+            422: documented_error(422),
+        },
     )
+    @idempotent_post
     def post(self, request: Request, pk: int) -> Response:
-        return super().post(request, pk)
+        user = api_user(request)
+        gpu_request = gpu_request_for(user, pk)
+        body = ExtendSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        done = services.gpu_request_extend(
+            actor=user,
+            gpu_request=gpu_request,
+            hours=body.validated_data["hours"],
+            # `comment` came before `reason`: read as the reason when no reason is given.
+            reason=body.validated_data["reason"] or body.validated_data["comment"],
+        )
+        if done.extension_pending is not None:
+            return Response(
+                GpuRequestExtensionSerializer(done.extension_pending).data,
+                status=status.HTTP_202_ACCEPTED,
+            )
+        return Response(GpuRequestSerializer(done).data)
+
+
+class GpuRequestExtensionList(ListModelMixin, GenericAPIView[GpuRequestExtension]):
+    """Extensions the caller may see (as their allocations): their own, their tenants' for a
+    lead, all for admins and finance. Filter by state, tenant, mine; oldest or newest first."""
+
+    serializer_class = GpuRequestExtensionSerializer
+    queryset = GpuRequestExtension.objects.none()  # for the schema; get_queryset narrows it
+    filter_backends = [FilterBackend]
+    filterset_class = GpuRequestExtensionFilter
+
+    def get_queryset(self) -> QuerySet[GpuRequestExtension]:
+        return extensions_for(api_user(self.request))
+
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class GpuRequestExtensionDetail(GenericAPIView[GpuRequestExtension]):
+    """One extension."""
+
+    serializer_class = GpuRequestExtensionSerializer
+
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(self.get_serializer(extension_for(api_user(request), pk)).data)
+
+
+class GpuRequestExtensionTransition(GenericAPIView[GpuRequestExtension]):
+    """approve or reject a pending extension (a lead of the tenant, not the requester, or an
+    admin; with `comment`), or cancel it (whoever asked). Anything but pending answers 409;
+    approving an extension whose allocation ended, or that no longer fits the tenant's maximum
+    duration or quota, 409 too."""
+
+    serializer_class = GpuRequestExtensionSerializer
+    transition = "approve"
+
+    @extend_schema(request=CommentSerializer, responses=GpuRequestExtensionSerializer)
+    @idempotent_post
+    def post(self, request: Request, pk: int) -> Response:
+        user = api_user(request)
+        extension = extension_for(user, pk)
+        body = CommentSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        done = services.gpu_request_extension_transition(
+            actor=user,
+            extension=extension,
+            action=self.transition,
+            comment=body.validated_data["comment"],
+        )
+        return Response(self.get_serializer(done).data)

@@ -3,11 +3,14 @@ from django.urls import URLPattern, path
 from portal.allocations.api import (
     GpuRequestDetail,
     GpuRequestExtend,
+    GpuRequestExtensionDetail,
+    GpuRequestExtensionList,
+    GpuRequestExtensionTransition,
     GpuRequestList,
     GpuRequestPreviewView,
     GpuRequestTransition,
 )
-from portal.allocations.services import TRANSITIONS
+from portal.allocations.services import EXTENSION_DECISIONS, TRANSITIONS
 
 urlpatterns: list[URLPattern] = [
     path("requests/", GpuRequestList.as_view(), name="requests"),
@@ -22,5 +25,15 @@ urlpatterns: list[URLPattern] = [
             name=f"request-{transition}",
         )
         for transition in TRANSITIONS
+    ],
+    path("extensions/", GpuRequestExtensionList.as_view(), name="extensions"),
+    path("extensions/<int:pk>/", GpuRequestExtensionDetail.as_view(), name="extension"),
+    *[
+        path(
+            f"extensions/<int:pk>/{decision}",
+            GpuRequestExtensionTransition.as_view(transition=decision),
+            name=f"extension-{decision}",
+        )
+        for decision in EXTENSION_DECISIONS
     ],
 ]

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AllocationsConfig(AppConfig):
     name = "portal.allocations"
     label = "allocations"
-    verbose_name = "GPU requests and allocations"
+    verbose_name = _("GPU requests and allocations")
 
     def ready(self) -> None:
         from portal.allocations.home import allocations_home_register
@@ -21,6 +22,7 @@ class AllocationsConfig(AppConfig):
         # Before the workloads app's receiver (apps are ready in INSTALLED_APPS order): the
         # allocations end first, and their notebooks stop with them.
         tenant_state_changed.connect(allocations_follow_tenant_state, dispatch_uid="allocations")
+        # The labels are translated where the navigation renders them (core.navigation).
         everyone_who_requests = {"developer", "lead", "admin"}
         nav_register("My requests", "allocations:mine", everyone_who_requests, position=30)
         nav_register("Approvals", "allocations:approvals", {"lead", "admin"}, position=40)

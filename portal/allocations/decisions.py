@@ -60,10 +60,11 @@ class QuotaCheck:
         return self.requested <= self.remaining
 
     def describe(self) -> str:
-        return (
-            f"requested {gpu_eq_display(self.requested)} GPU-eq, "
-            f"{gpu_eq_display(self.remaining)} of {gpu_eq_display(self.quota)} remaining"
-        )
+        return _("requested %(requested)s GPU-eq, %(remaining)s of %(quota)s remaining") % {
+            "requested": gpu_eq_display(self.requested),
+            "remaining": gpu_eq_display(self.remaining),
+            "quota": gpu_eq_display(self.quota),
+        }
 
 
 def quota_check(
@@ -92,27 +93,40 @@ def request_validate(
 ) -> None:
     """Bad input raises ValidationFailed naming the field; an inactive tenant, InvalidTransition."""
     if tenant.state != TenantState.ACTIVE:
-        raise InvalidTransition(f"Tenant {tenant.slug} is {tenant.state}; it cannot request GPUs.")
+        raise InvalidTransition(
+            _("Tenant %(tenant)s is %(state)s; it cannot request GPUs.")
+            % {"tenant": tenant.slug, "state": tenant.get_state_display()}
+        )
     if not offering.enabled or not offering.gpu_model.enabled:
-        raise ValidationFailed.on("offering", f"{offering.name} is not offered at the moment.")
+        raise ValidationFailed.on(
+            "offering",
+            _("%(offering)s is not offered at the moment.") % {"offering": offering.name},
+        )
     if count < 1:
-        raise ValidationFailed.on("count", "Ask for at least 1.")
+        raise ValidationFailed.on("count", _("Ask for at least 1."))
     if offering.max_units_per_workload and count > offering.max_units_per_workload:
         raise ValidationFailed.on(
             "count",
-            f"{offering.name} allows at most {offering.max_units_per_workload} per request.",
+            _("%(offering)s allows at most %(max)s per request.")
+            % {"offering": offering.name, "max": offering.max_units_per_workload},
         )
     if count * offering.gpu_eq > GPU_EQ_MAX:
         # The request's GPU-eq is stored exactly; beyond this it is no real request anyway.
-        raise ValidationFailed.on("count", f"At most {GPU_EQ_MAX} GPU-eq in one request.")
+        raise ValidationFailed.on(
+            "count", _("At most %(max)s GPU-eq in one request.") % {"max": GPU_EQ_MAX}
+        )
     if duration_hours < 1:
-        raise ValidationFailed.on("duration_hours", "Ask for at least 1 hour.")
+        raise ValidationFailed.on("duration_hours", _("Ask for at least 1 hour."))
     if duration_hours > tenant.max_duration_hours:
         raise ValidationFailed.on(
-            "duration_hours", f"At most {tenant.max_duration_hours} hours in {tenant.slug}."
+            "duration_hours",
+            _("At most %(max)s hours in %(tenant)s.")
+            % {"max": tenant.max_duration_hours, "tenant": tenant.slug},
         )
     if purpose not in Purpose.values:
-        raise ValidationFailed.on("purpose", f"Choose one of {', '.join(Purpose.values)}.")
+        raise ValidationFailed.on(
+            "purpose", _("Choose one of %(choices)s.") % {"choices": ", ".join(Purpose.values)}
+        )
 
 
 def unserved_reason(offering: Offering) -> str:

@@ -1,12 +1,12 @@
 """The filters of GPU request lists: My requests, the approvals queue, all requests and
-`requests/` in the API."""
+`requests/` in the API; and of extensions (the approvals queue and `extensions/`)."""
 
 from django import forms
 from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy as _
 from django_filters import BooleanFilter, CharFilter, ChoiceFilter, FilterSet
 
-from portal.allocations.models import GpuRequest, RequestState
+from portal.allocations.models import ExtensionState, GpuRequest, GpuRequestExtension, RequestState
 
 SORTS = {"oldest": ("created_at", "id"), "newest": ("-created_at", "-id")}
 
@@ -50,3 +50,46 @@ class GpuRequestFilter(FilterSet):
         self, requests: QuerySet[GpuRequest], name: str, value: str
     ) -> QuerySet[GpuRequest]:
         return requests.order_by(*SORTS[value])
+
+
+class GpuRequestExtensionFilter(FilterSet):
+    """Extensions: the Approvals page's and `extensions/` in the API."""
+
+    state = ChoiceFilter(
+        choices=ExtensionState.choices,
+        label=_("State"),
+        empty_label=_("any"),
+        error_messages={"invalid_choice": _("Unknown state.")},
+    )
+    tenant = CharFilter(
+        field_name="request__tenant__slug",
+        label=_("Tenant"),
+        help_text=_("tenant slug"),
+        widget=forms.TextInput(attrs={"placeholder": "slug"}),
+    )
+    mine = BooleanFilter(
+        method="filter_mine", label=_("Mine"), help_text=_("only the caller's own extensions")
+    )
+    sort = ChoiceFilter(
+        choices=[("oldest", _("oldest first")), ("newest", _("newest first"))],
+        method="sort_by",
+        label=_("Sort"),
+        empty_label=None,
+        help_text=_("oldest or newest first"),
+        error_messages={"invalid_choice": _("Sort by oldest or newest.")},
+    )
+
+    class Meta:
+        model = GpuRequestExtension
+        fields: tuple[str, ...] = ()
+
+    def filter_mine(
+        self, extensions: QuerySet[GpuRequestExtension], name: str, value: bool
+    ) -> QuerySet[GpuRequestExtension]:
+        user = getattr(self.request, "user", None)
+        return extensions.filter(requested_by=user) if value and user is not None else extensions
+
+    def sort_by(
+        self, extensions: QuerySet[GpuRequestExtension], name: str, value: str
+    ) -> QuerySet[GpuRequestExtension]:
+        return extensions.order_by(*SORTS[value])

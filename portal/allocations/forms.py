@@ -114,8 +114,23 @@ class GpuRequestForm(BoundedForm):
 
 
 class DecisionForm(BoundedForm):
-    comment = forms.CharField(required=False, max_length=TEXT_MAX_LENGTH)
+    comment = forms.CharField(label=_("Comment"), required=False, max_length=TEXT_MAX_LENGTH)
 
 
 class ExtendForm(BoundedForm):
-    hours = forms.IntegerField(min_value=1, max_value=INTEGER_MAX)
+    """More time on an allocation; the reason is needed when a lead decides."""
+
+    hours = forms.IntegerField(
+        label=_("Extend by (hours)"),
+        min_value=1,
+        max_value=INTEGER_MAX,
+        initial=1,
+        error_messages={"min_value": _("Extend by at least 1 hour.")},
+    )
+    reason = forms.CharField(
+        label=_("Reason"),
+        required=False,
+        max_length=TEXT_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("Needed when the extension goes beyond what the tenant grants at once."),
+    )

@@ -72,8 +72,12 @@ class GpuRequest(models.Model):
     # Not stored: why `gpu_request_submit` refused the request it returns ("quota", or
     # "unserved" when no GPU pool serves the offering), for the API's answer; "" otherwise.
     refused_for: str = ""
+    # Not stored: the extension `gpu_request_extend` left waiting for a lead (None when it
+    # extended the allocation at once), for the API's 202 and the page's message.
+    extension_pending: "GpuRequestExtension | None" = None
 
     class Meta:
+        verbose_name = _("GPU request")
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["tenant", "gpu_model", "state"]),
@@ -95,3 +99,68 @@ def _visible_gpu_requests(
 
 
 register_scope(GpuRequest, _visible_gpu_requests)
+
+
+class ExtensionState(models.TextChoices):
+    PENDING = "pending", _("pending")
+    APPROVED = "approved", _("approved")
+    REJECTED = "rejected", _("rejected")
+    CANCELLED = "cancelled", _("cancelled")
+
+
+class GpuRequestExtension(models.Model):
+    """A request for more time on an allocation, beyond what the tenant's policy grants at once:
+    it waits for a lead of the tenant (not the requester) or an admin. At most one pending per
+    allocation; an approval lengthens the allocation by `hours`."""
+
+    request = models.ForeignKey(GpuRequest, on_delete=models.PROTECT, related_name="extensions")
+    hours = models.PositiveIntegerField()
+    reason = models.TextField()
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    state = models.CharField(
+        max_length=16, choices=ExtensionState.choices, default=ExtensionState.PENDING
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = VisibleQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("extension")
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["state", "created_at"])]
+        constraints = [
+            # Retries and double clicks cannot leave two extensions waiting on one allocation.
+            models.UniqueConstraint(
+                fields=["request"],
+                condition=models.Q(state="pending"),
+                name="extension_one_pending_per_request",
+            ),
+            models.CheckConstraint(condition=models.Q(hours__gte=1), name="extension_hours_min"),
+        ]
+
+    def __str__(self) -> str:
+        return f"extension {self.pk} of request {self.request_id}"
+
+
+def _visible_extensions(
+    extensions: models.QuerySet[GpuRequestExtension], user: User
+) -> models.QuerySet[GpuRequestExtension]:
+    """As their requests: admins and finance all; leads their tenants'; everyone their own."""
+    if sees_everything(user):
+        return extensions
+    return extensions.filter(
+        models.Q(requested_by=user)
+        | models.Q(request__requester=user)
+        | models.Q(request__tenant__in=tenants_led_by(user))
+    )
+
+
+register_scope(GpuRequestExtension, _visible_extensions)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
@@ -18,7 +18,14 @@ from portal.allocations.decisions import (
     request_validate,
     unserved_reason,
 )
-from portal.allocations.models import GpuRequest, Purpose, RequestState
+from portal.allocations.ledger import gpu_eq_held_by
+from portal.allocations.models import (
+    ExtensionState,
+    GpuRequest,
+    GpuRequestExtension,
+    Purpose,
+    RequestState,
+)
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
 from portal.core.registry import Slot
@@ -161,6 +168,82 @@ def approvals_queue_for(user: User) -> QuerySet[GpuRequest]:
     return pending.filter(tenant__in=tenants_led_by(user))
 
 
+def _extensions() -> VisibleQuerySet[GpuRequestExtension]:
+    return GpuRequestExtension.objects.select_related(
+        "request__tenant",
+        "request__requester",
+        "request__offering",
+        "request__gpu_model",
+        "requested_by",
+        "decided_by",
+    )
+
+
+def extensions_for(user: User) -> QuerySet[GpuRequestExtension]:
+    """The extensions `user` may see (as their allocations), with what a list shows of each."""
+    return _extensions().visible_to(user)
+
+
+def extension_for(user: User, pk: int) -> GpuRequestExtension:
+    """The extension `pk` if `user` may see it; NotFound otherwise."""
+    return get_visible_or_404(_extensions(), user, pk=pk)
+
+
+def extensions_queue_for(user: User) -> QuerySet[GpuRequestExtension]:
+    """Pending extensions in the tenants a lead leads (every tenant's for an admin), oldest
+    first; a lead's own are listed too (another lead or an admin decides them)."""
+    pending = extensions_for(user).filter(state=ExtensionState.PENDING)
+    if not user.is_portal_admin:
+        pending = pending.filter(request__tenant__in=tenants_led_by(user))
+    return pending.order_by("created_at", "id")
+
+
+def pending_extensions_by_request(requests: list[GpuRequest]) -> dict[int, GpuRequestExtension]:
+    """The extension waiting for a lead on each of `requests`, by request id (one query)."""
+    waiting = GpuRequestExtension.objects.filter(
+        request__in=[gpu_request.pk for gpu_request in requests], state=ExtensionState.PENDING
+    )
+    return {extension.request_id: extension for extension in waiting}
+
+
+def pending_approvals_count(user: User) -> int:
+    """How many requests and extensions wait for `user`'s decision: in the tenants they lead
+    (all tenants for an admin), leaving out a lead's own, which another lead decides. Two
+    queries; 0 for anyone who decides nothing."""
+    requests = approvals_queue_for(user)
+    extensions = extensions_queue_for(user)
+    if not user.is_portal_admin:
+        requests = requests.exclude(requester=user)
+        extensions = extensions.exclude(Q(requested_by=user) | Q(request__requester=user))
+    return requests.order_by().count() + extensions.order_by().count()
+
+
+@dataclass(frozen=True)
+class QuotaLeft:
+    """What is left of a tenant's quota for one GPU model now, in GPU-eq (exact)."""
+
+    quota: Fraction
+    remaining: Fraction
+
+
+def quota_left_for(requests: list[GpuRequest]) -> dict[tuple[int, int], QuotaLeft]:
+    """The quota left for each (tenant id, GPU model id) of `requests`, in two queries; a pair
+    without a quota is left out."""
+    pairs = {(gpu_request.tenant_id, gpu_request.gpu_model_id) for gpu_request in requests}
+    if not pairs:
+        return {}
+    tenant_ids = {tenant_id for tenant_id, _model in pairs}
+    held = gpu_eq_held_by(tenant_ids)
+    quotas = Quota.objects.filter(
+        tenant_id__in=tenant_ids, gpu_model_id__in={model for _tenant, model in pairs}
+    )
+    return {
+        key: QuotaLeft(quota=quota.gpu_eq, remaining=quota.gpu_eq - held.get(key, Fraction(0)))
+        for quota in quotas
+        if (key := (quota.tenant_id, quota.gpu_model_id)) in pairs
+    }
+
+
 @dataclass(frozen=True)
 class GpuRequestPreview:
     """What a request would get now, decided by the rules `gpu_request_submit` applies; GPU-eq
@@ -191,18 +274,25 @@ def _preview_message(
     if path == RequestPath.UNSERVED:
         return _("Refused: %(reason)s.") % {"reason": detail}
     if held:
-        return f"Needs a lead's approval: {held}."
-    policy = (
-        f"up to {gpu_eq_display(tenant.auto_approve_gpu_eq)} GPU-eq and "
-        f"{tenant.auto_approve_hours} h"
-    )
+        return _("Needs a lead's approval: %(reason)s.") % {"reason": held}
+    policy = _("up to %(gpu_eq)s GPU-eq and %(hours)s h") % {
+        "gpu_eq": gpu_eq_display(tenant.auto_approve_gpu_eq),
+        "hours": tenant.auto_approve_hours,
+    }
+    names = {"tenant": tenant.slug, "policy": policy}
     if path == RequestPath.APPROVED:
-        return f"Approved at once: within {tenant.slug}'s quota and policy ({policy})."
+        return _("Approved at once: within %(tenant)s's quota and policy (%(policy)s).") % names
     if path == RequestPath.LEAD:
-        return f"Needs a lead's approval: above {tenant.slug}'s auto-approve policy ({policy})."
+        return (
+            _("Needs a lead's approval: above %(tenant)s's auto-approve policy (%(policy)s).")
+            % names
+        )
     if path == RequestPath.EXCEEDS:
-        return f"Exceeds the remaining quota: {detail}."
-    return f"{tenant.slug} has no quota for this GPU model ({offering.gpu_model.name})."
+        return _("Exceeds the remaining quota: %(numbers)s.") % {"numbers": detail}
+    return _("%(tenant)s has no quota for this GPU model (%(model)s).") % {
+        "tenant": tenant.slug,
+        "model": offering.gpu_model.name,
+    }
 
 
 def gpu_request_preview(

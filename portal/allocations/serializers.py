@@ -1,10 +1,11 @@
-from typing import Any
+from collections.abc import Collection
+from typing import Any, ClassVar
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.allocations.decisions import RequestPath
-from portal.allocations.models import GpuRequest, Purpose
+from portal.allocations.models import GpuRequest, GpuRequestExtension, Purpose
 from portal.allocations.selectors import GpuRequestPreview, PriceQuote
 from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
 from portal.core.serializers import StrictFieldsMixin
@@ -71,7 +72,7 @@ class GpuRequestInputSerializer(StrictFieldsMixin, serializers.Serializer[GpuReq
 
 
 class CommentSerializer(StrictFieldsMixin, serializers.Serializer[GpuRequest]):
-    multiline_fields = ("comment",)
+    multiline_fields: ClassVar[Collection[str]] = ("comment",)
 
     comment = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=TEXT_MAX_LENGTH
@@ -79,7 +80,43 @@ class CommentSerializer(StrictFieldsMixin, serializers.Serializer[GpuRequest]):
 
 
 class ExtendSerializer(CommentSerializer):
+    multiline_fields = ("comment", "reason")
+
     hours = serializers.IntegerField(min_value=1, max_value=INTEGER_MAX)
+    reason = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=TEXT_MAX_LENGTH,
+        help_text="why more time is needed: required when the extension goes to a lead "
+        "(beyond the tenant's auto-approve hours, or held by its budget)",
+    )
+
+
+class GpuRequestExtensionSerializer(serializers.ModelSerializer[GpuRequestExtension]):
+    """An extension of an allocation that waits for (or got) a lead's decision."""
+
+    request = serializers.IntegerField(source="request_id", read_only=True)
+    tenant = serializers.CharField(source="request.tenant.slug", read_only=True)
+    requested_by = serializers.CharField(source="requested_by.username", read_only=True)
+    request_ends_at = serializers.DateTimeField(
+        source="request.ends_at",
+        read_only=True,
+        allow_null=True,
+        help_text="the allocation's end now (later by `hours` once approved)",
+    )
+    decided_by = serializers.CharField(
+        source="decided_by.username", read_only=True, allow_null=True, default=None
+    )
+
+    class Meta:
+        model = GpuRequestExtension
+        fields: tuple[str, ...] = (
+            "id", "request", "tenant", "requested_by", "hours", "reason", "state",
+            "request_ends_at", "decided_by", "decided_at", "decision_comment", "created_at",
+            "updated_at",
+        )  # fmt: skip
+        read_only_fields: tuple[str, ...] = fields
 
 
 class PriceQuoteSerializer(serializers.Serializer[PriceQuote]):

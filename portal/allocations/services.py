@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 from portal.accounts.models import MemberRole, User
 from portal.allocations.decisions import (
@@ -25,7 +26,14 @@ from portal.allocations.decisions import (
     request_validate,
     unserved_reason,
 )
-from portal.allocations.models import HOLDING_STATES, GpuRequest, Purpose, RequestState
+from portal.allocations.models import (
+    HOLDING_STATES,
+    ExtensionState,
+    GpuRequest,
+    GpuRequestExtension,
+    Purpose,
+    RequestState,
+)
 from portal.allocations.notifications import notify_on_commit
 from portal.allocations.signals import allocation_state_changed
 from portal.catalog.models import Offering
@@ -48,7 +56,9 @@ def _locked_quota_check(tenant: Tenant, offering: Offering, requested: Fraction)
     check = quota_check(tenant, offering, requested, lock=True)
     if check is None:
         raise ValidationFailed.on(
-            "offering", f"Tenant {tenant.slug} has no quota for {offering.gpu_model.name}."
+            "offering",
+            _("Tenant %(tenant)s has no quota for %(model)s.")
+            % {"tenant": tenant.slug, "model": offering.gpu_model.name},
         )
     return check
 
@@ -110,11 +120,13 @@ def gpu_request_submit(
         gpu_request.refused_for = "quota"
         gpu_request.state = RequestState.REJECTED
         gpu_request.decided_at = now
-        gpu_request.decision_comment = f"Exceeds the remaining quota: {check.describe()}."
+        gpu_request.decision_comment = _("Exceeds the remaining quota: %(numbers)s.") % {
+            "numbers": check.describe()
+        }
     elif path == RequestPath.APPROVED:
         gpu_request.state = RequestState.APPROVED
         gpu_request.decided_at = now
-        gpu_request.decision_comment = "Approved at once: within quota and the tenant's policy."
+        gpu_request.decision_comment = _("Approved at once: within quota and the tenant's policy.")
         _start(gpu_request, now=now)
     else:
         gpu_request.state = RequestState.PENDING
@@ -141,13 +153,18 @@ def gpu_request_submit(
 
 
 def _lock(gpu_request: GpuRequest, *, allowed: tuple[str, ...], verb: str) -> GpuRequest:
+    """The request locked for a transition; InvalidTransition unless its state is `allowed`.
+    `verb` (translated by the caller, context "cannot be") completes "it cannot be ..."."""
     locked = (
         GpuRequest.objects.select_for_update()
-        .select_related("tenant", "offering")
+        .select_related("tenant", "offering", "gpu_model")
         .get(pk=gpu_request.pk)
     )
     if locked.state not in allowed:
-        raise InvalidTransition(f"Request {locked.pk} is {locked.state}; it cannot be {verb}.")
+        raise InvalidTransition(
+            _("Request %(id)s is %(state)s; it cannot be %(verb)s.")
+            % {"id": locked.pk, "state": locked.get_state_display(), "verb": verb}
+        )
     return locked
 
 
@@ -181,6 +198,8 @@ def _transition(
         changes={"state": [before, to], **(extra or {})},
         comment=comment,
     )
+    if before in HOLDING_STATES and to not in HOLDING_STATES:
+        _extensions_end_with(gpu_request, actor=actor)
     # Notebooks follow their allocation: stopped before its quota goes, started after the
     # quota is there (a notebook run waits for the runs queued before it).
     if to not in HOLDING_STATES:
@@ -209,12 +228,14 @@ def gpu_request_approve(*, actor: User, gpu_request: GpuRequest, comment: str = 
     Raises QuotaExceeded (409) with the numbers when the quota no longer fits, Conflict when no
     GPU pool serves the offering any more, InvalidTransition when the tenant is not active.
     """
-    locked = _lock(gpu_request, allowed=(RequestState.PENDING,), verb="approved")
+    locked = _lock(
+        gpu_request, allowed=(RequestState.PENDING,), verb=pgettext("cannot be", "approved")
+    )
     if not actor.is_portal_admin:
         if role_in(actor, locked.tenant) != MemberRole.LEAD:
-            raise PermissionDenied("Only the tenant's leads and admins approve requests.")
+            raise PermissionDenied(_("Only the tenant's leads and admins approve requests."))
         if locked.requester_id == actor.pk:
-            raise PermissionDenied("Leads cannot approve their own requests above the policy.")
+            raise PermissionDenied(_("Leads cannot approve their own requests above the policy."))
     if locked.tenant.state != TenantState.ACTIVE:
         raise InvalidTransition(
             _("Tenant %(tenant)s is %(state)s; its requests cannot be approved.")
@@ -226,7 +247,8 @@ def gpu_request_approve(*, actor: User, gpu_request: GpuRequest, comment: str = 
     check = _locked_quota_check(locked.tenant, locked.offering, locked.gpu_eq)
     if not check.fits:
         raise QuotaExceeded(
-            f"Request {locked.pk} no longer fits the quota: {check.describe()}.",
+            _("Request %(id)s no longer fits the quota: %(numbers)s.")
+            % {"id": locked.pk, "numbers": check.describe()},
             fields={"quota": [check.describe()]},
         )
     now = timezone.now()
@@ -248,9 +270,11 @@ def gpu_request_approve(*, actor: User, gpu_request: GpuRequest, comment: str = 
 @transaction.atomic
 def gpu_request_reject(*, actor: User, gpu_request: GpuRequest, comment: str = "") -> GpuRequest:
     """A lead (or admin) rejects a pending request."""
-    locked = _lock(gpu_request, allowed=(RequestState.PENDING,), verb="rejected")
+    locked = _lock(
+        gpu_request, allowed=(RequestState.PENDING,), verb=pgettext("cannot be", "rejected")
+    )
     if not actor.is_portal_admin and role_in(actor, locked.tenant) != MemberRole.LEAD:
-        raise PermissionDenied("Only the tenant's leads and admins reject requests.")
+        raise PermissionDenied(_("Only the tenant's leads and admins reject requests."))
     locked.decided_by = actor
     locked.decided_at = timezone.now()
     locked.decision_comment = comment.strip()
@@ -264,23 +288,27 @@ def gpu_request_reject(*, actor: User, gpu_request: GpuRequest, comment: str = "
 @transaction.atomic
 def gpu_request_cancel(*, actor: User, gpu_request: GpuRequest) -> GpuRequest:
     """The requester withdraws a request that is still pending."""
-    locked = _lock(gpu_request, allowed=(RequestState.PENDING,), verb="cancelled")
+    locked = _lock(
+        gpu_request, allowed=(RequestState.PENDING,), verb=pgettext("cannot be", "cancelled")
+    )
     if locked.requester_id != actor.pk:
-        raise PermissionDenied("Only the requester cancels a request.")
+        raise PermissionDenied(_("Only the requester cancels a request."))
     return _transition(locked, actor=actor, to=RequestState.CANCELLED, action="cancel")
 
 
 @transaction.atomic
 def gpu_request_release(*, actor: User, gpu_request: GpuRequest) -> GpuRequest:
     """The requester, a lead of the tenant or an admin gives an allocation's quota back."""
-    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="released")
+    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb=pgettext("cannot be", "released"))
     may = (
         locked.requester_id == actor.pk
         or actor.is_portal_admin
         or role_in(actor, locked.tenant) == MemberRole.LEAD
     )
     if not may:
-        raise PermissionDenied("Only the requester, the tenant's leads and admins release it.")
+        raise PermissionDenied(
+            _("Only the requester, the tenant's leads and admins release an allocation.")
+        )
     locked.ends_at = timezone.now()
     return _transition(locked, actor=actor, to=RequestState.RELEASED, action="release")
 
@@ -289,9 +317,9 @@ def gpu_request_release(*, actor: User, gpu_request: GpuRequest) -> GpuRequest:
 def gpu_request_idle_remind(*, actor: User, gpu_request: GpuRequest) -> GpuRequest:
     """A lead of the tenant (or an admin) tells an allocation's owner that it sits idle and asks
     them to release it: audited, and emailed (and sent to the webhook) after the commit."""
-    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="reminded of")
+    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb=pgettext("cannot be", "reminded of"))
     if not (actor.is_portal_admin or role_in(actor, locked.tenant) == MemberRole.LEAD):
-        raise PermissionDenied("Only the tenant's leads and admins remind owners of idle GPUs.")
+        raise PermissionDenied(_("Only the tenant's leads and admins remind owners of idle GPUs."))
     audit_record(
         actor=actor,
         action="gpu_request.idle_remind",
@@ -307,10 +335,10 @@ def gpu_request_idle_remind(*, actor: User, gpu_request: GpuRequest) -> GpuReque
 def gpu_request_revoke(*, actor: User, gpu_request: GpuRequest, comment: str) -> GpuRequest:
     """An admin ends an allocation early, with a reason."""
     if not actor.is_portal_admin:
-        raise PermissionDenied("Only admins revoke allocations.")
+        raise PermissionDenied(_("Only admins revoke allocations."))
     if not comment.strip():
-        raise ValidationFailed.on("comment", "Say why the allocation is revoked.")
-    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="revoked")
+        raise ValidationFailed.on("comment", _("Say why the allocation is revoked."))
+    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb=pgettext("cannot be", "revoked"))
     locked.ends_at = timezone.now()
     locked.decided_by = actor
     locked.decision_comment = comment.strip()
@@ -321,35 +349,19 @@ def gpu_request_revoke(*, actor: User, gpu_request: GpuRequest, comment: str) ->
     return revoked
 
 
-@transaction.atomic
-def gpu_request_extend(*, actor: User, gpu_request: GpuRequest, hours: int) -> GpuRequest:
-    """Extend an allocation by `hours`: a new decision for the extra time.
-
-    The extension is granted at once when the whole duration stays within the tenant's maximum
-    and the extra time within its auto-approve hours (and the tenant's budget does not hold its
-    requests for a lead: `budget_hold`), or when a lead of the tenant (not the requester) or an
-    admin asks; otherwise it is refused by policy (422) and a lead extends it.
-    """
-    if hours < 1:
-        raise ValidationFailed.on("hours", "Extend by at least 1 hour.")
-    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb="extended")
+def _extension_refusal(locked: GpuRequest, *, hours: int) -> None:
+    """What refuses `hours` more on the locked allocation now, whoever asks or decides: beyond
+    the tenant's maximum duration (ValidationFailed naming `hours`), or a quota an admin forced
+    below what is held (QuotaExceeded: nothing more is granted for the model, more time
+    included, until the allocations fit it again)."""
     tenant = locked.tenant
     total = locked.duration_hours + hours
     if total > tenant.max_duration_hours:
         raise ValidationFailed.on(
-            "hours", f"That makes {total} hours; {tenant.slug} allows {tenant.max_duration_hours}."
+            "hours",
+            _("That makes %(total)s hours; %(tenant)s allows %(max)s.")
+            % {"total": total, "tenant": tenant.slug, "max": tenant.max_duration_hours},
         )
-    is_lead = role_in(actor, tenant) == MemberRole.LEAD and locked.requester_id != actor.pk
-    if locked.requester_id != actor.pk and not (is_lead or actor.is_portal_admin):
-        raise PermissionDenied("Only the requester, the tenant's leads and admins extend it.")
-    if not (is_lead or actor.is_portal_admin) and hours > tenant.auto_approve_hours:
-        raise PolicyRefused(
-            f"Extending by {hours} hours needs a lead: {tenant.slug} extends by up to "
-            f"{tenant.auto_approve_hours} hours at once.",
-            fields={"hours": [f"At most {tenant.auto_approve_hours} without a lead."]},
-        )
-    # A quota an admin forced below what is held: nothing more is granted for the model (more
-    # time included) until the allocations fit it again.
     over = quota_check(tenant, locked.offering, Fraction(0), lock=True)
     if over is not None and over.remaining < 0:
         message = _(
@@ -357,24 +369,263 @@ def gpu_request_extend(*, actor: User, gpu_request: GpuRequest, hours: int) -> G
             "allocations fit it again."
         ) % {"model": locked.gpu_model.name, "tenant": tenant.slug, "numbers": over.describe()}
         raise QuotaExceeded(message, fields={"hours": [message]})
-    held = "" if is_lead or actor.is_portal_admin else budget_hold(tenant, RequestPath.APPROVED)
-    if held:
-        raise PolicyRefused(
-            f"Extending needs a lead: {held}.", fields={"hours": [f"Needs a lead: {held}."]}
-        )
+
+
+def _lengthen(locked: GpuRequest, *, hours: int) -> list[object]:
+    """Add `hours` to the locked allocation's end (and clear its expiry notice, so the new end
+    gets its own). Returns the end before and after, for the audit event."""
     before = locked.ends_at or timezone.now()  # holding requests always have an end
-    locked.duration_hours = total
+    locked.duration_hours += hours
     locked.ends_at = before + timedelta(hours=hours)
     locked.expiry_notice_sent_at = None
     locked.save()
+    return [before.isoformat(), locked.ends_at.isoformat()]
+
+
+def _may_decide_extensions(actor: User, tenant: Tenant, requester_ids: set[int]) -> bool:
+    """Admins; and the tenant's leads, except on an allocation they asked for."""
+    if actor.is_portal_admin:
+        return True
+    return role_in(actor, tenant) == MemberRole.LEAD and actor.pk not in requester_ids
+
+
+def _needs_a_lead(tenant: Tenant, *, hours: int) -> str:
+    """Why the requester's extension by `hours` waits for a lead; empty when granted at once:
+    beyond the tenant's auto-approve hours, or held by its budget (`budget_hold`)."""
+    if hours > tenant.auto_approve_hours:
+        return _("%(tenant)s extends by up to %(hours)s hours at once") % {
+            "tenant": tenant.slug,
+            "hours": tenant.auto_approve_hours,
+        }
+    return budget_hold(tenant, RequestPath.APPROVED)
+
+
+@transaction.atomic
+def gpu_request_extend(
+    *, actor: User, gpu_request: GpuRequest, hours: int, reason: str = ""
+) -> GpuRequest:
+    """Extend an allocation by `hours`: a new decision for the extra time.
+
+    Granted at once when the whole duration stays within the tenant's maximum and the extra
+    time within its auto-approve hours (and the tenant's budget does not hold its requests for a
+    lead: `budget_hold`), or when a lead of the tenant (not the requester) or an admin asks.
+    Otherwise a lead decides: with a `reason`, a pending GpuRequestExtension is created (set
+    on the returned request as `extension_pending`; the allocation is unchanged), the leads
+    are told and `gpu_request_extension_approve` extends it later; without one, PolicyRefused
+    (422) naming `hours` says so. One extension waits per allocation: asking again while one
+    waits is a Conflict (409), so retries never extend twice.
+    """
+    if hours < 1:
+        raise ValidationFailed.on("hours", _("Extend by at least 1 hour."))
+    locked = _lock(gpu_request, allowed=HOLDING_STATES, verb=pgettext("cannot be", "extended"))
+    tenant = locked.tenant
+    is_requester = locked.requester_id == actor.pk
+    decides = _may_decide_extensions(actor, tenant, {locked.requester_id})
+    if not (is_requester or decides):
+        raise PermissionDenied(
+            _("Only the requester, the tenant's leads and admins extend an allocation.")
+        )
+    _extension_refusal(locked, hours=hours)
+    why = "" if decides else _needs_a_lead(tenant, hours=hours)
+    if why:
+        return _extension_ask(locked, actor=actor, hours=hours, reason=reason, why=why)
+    changes = {"ends_at": _lengthen(locked, hours=hours)}
     audit_record(
         actor=actor,
         action="gpu_request.extend",
         target=locked,
         tenant=tenant,
-        changes={"ends_at": [before.isoformat(), locked.ends_at.isoformat()]},
+        changes=changes,
+        comment=reason.strip(),
     )
     return locked
+
+
+def _extension_ask(
+    locked: GpuRequest, *, actor: User, hours: int, reason: str, why: str
+) -> GpuRequest:
+    """The extension of `gpu_request_extend` that waits for a lead (see there)."""
+    reason = reason.strip()
+    if not reason:
+        message = _(
+            "Extending by %(hours)s hours needs a lead: %(why)s. Say why, and a lead decides."
+        ) % {"hours": hours, "why": why}
+        raise PolicyRefused(message, fields={"hours": [message]})
+    waiting = GpuRequestExtension.objects.filter(
+        request=locked, state=ExtensionState.PENDING
+    ).first()
+    if waiting is not None:
+        raise Conflict(
+            _(
+                "Allocation %(id)s already has an extension waiting for a lead (%(hours)s "
+                "hours); cancel it first or wait for the decision."
+            )
+            % {"id": locked.pk, "hours": waiting.hours},
+            fields={"hours": [_("An extension is already waiting for a lead.")]},
+        )
+    extension = GpuRequestExtension.objects.create(
+        request=locked, hours=hours, reason=reason, requested_by=actor
+    )
+    audit_record(
+        actor=actor,
+        action="gpu_request.extension_requested",
+        target=locked,
+        tenant=locked.tenant,
+        changes={"extension": [None, extension.pk], "hours": [None, hours]},
+        comment=reason,
+    )
+    notify_on_commit(locked, "extension.pending", extension=extension)
+    locked.extension_pending = extension
+    return locked
+
+
+def _extension_lock(extension: GpuRequestExtension, *, verb: str) -> GpuRequestExtension:
+    """The extension and its allocation, locked (the allocation first, as every transition of
+    it does); InvalidTransition unless the extension is pending."""
+    gpu_request = (
+        GpuRequest.objects.select_for_update()
+        .select_related("tenant", "offering", "gpu_model", "requester")
+        .get(pk=extension.request_id)
+    )
+    locked = GpuRequestExtension.objects.select_for_update().get(pk=extension.pk)
+    locked.request = gpu_request
+    if locked.state != ExtensionState.PENDING:
+        raise InvalidTransition(
+            _("Extension %(id)s is %(state)s; it cannot be %(verb)s.")
+            % {"id": locked.pk, "state": locked.get_state_display(), "verb": verb}
+        )
+    return locked
+
+
+def _extension_decider(actor: User, locked: GpuRequestExtension) -> None:
+    requester_ids = {locked.request.requester_id, locked.requested_by_id}
+    if not _may_decide_extensions(actor, locked.request.tenant, requester_ids):
+        raise PermissionDenied(
+            _("Only the tenant's leads (not the requester) and admins decide extensions.")
+        )
+
+
+def _extension_decided(
+    locked: GpuRequestExtension,
+    *,
+    actor: User | None,
+    to: ExtensionState,
+    comment: str,
+    changes: dict[str, list[object]] | None = None,
+) -> GpuRequestExtension:
+    before = locked.state
+    locked.state = to
+    locked.decided_by = actor
+    locked.decided_at = timezone.now()
+    locked.decision_comment = comment.strip()
+    locked.save()
+    audit_record(
+        actor=actor,
+        action=f"gpu_request.extension_{to}",  # extension_approved, _rejected, _cancelled
+        target=locked.request,
+        tenant=locked.request.tenant,
+        changes={
+            "extension": [locked.pk, locked.pk],
+            "extension_state": [before, to],
+            **(changes or {}),
+        },
+        comment=locked.decision_comment,
+    )
+    return locked
+
+
+@transaction.atomic
+def gpu_request_extension_approve(
+    *, actor: User, extension: GpuRequestExtension, comment: str = ""
+) -> GpuRequestExtension:
+    """A lead of the tenant (not the requester) or an admin grants a pending extension: the
+    allocation is lengthened as `gpu_request_extend` does at once.
+
+    Checked again now: an allocation that ended meanwhile is an InvalidTransition (409); beyond
+    the tenant's maximum duration as it is now, a Conflict (409); a quota forced below what is
+    held, QuotaExceeded (409). The requester is told after the commit.
+    """
+    locked = _extension_lock(extension, verb=pgettext("cannot be", "approved"))
+    allocation = locked.request
+    _extension_decider(actor, locked)
+    if allocation.state not in HOLDING_STATES:
+        raise InvalidTransition(
+            _("Allocation %(id)s has ended (%(state)s); it cannot be extended.")
+            % {"id": allocation.pk, "state": allocation.get_state_display()}
+        )
+    try:
+        _extension_refusal(allocation, hours=locked.hours)
+    except ValidationFailed as refused:
+        # Valid when asked; the tenant's maximum changed since.
+        raise Conflict(refused.fields["hours"][0], fields=refused.fields) from refused
+    duration = [allocation.duration_hours, allocation.duration_hours + locked.hours]
+    ends_at = _lengthen(allocation, hours=locked.hours)
+    approved = _extension_decided(
+        locked,
+        actor=actor,
+        to=ExtensionState.APPROVED,
+        comment=comment,
+        changes={"ends_at": ends_at, "duration_hours": list(duration)},
+    )
+    notify_on_commit(allocation, "extension.decided", extension=approved)
+    return approved
+
+
+@transaction.atomic
+def gpu_request_extension_reject(
+    *, actor: User, extension: GpuRequestExtension, comment: str = ""
+) -> GpuRequestExtension:
+    """A lead of the tenant (not the requester) or an admin refuses a pending extension; the
+    allocation keeps its end. The requester is told after the commit."""
+    locked = _extension_lock(extension, verb=pgettext("cannot be", "rejected"))
+    _extension_decider(actor, locked)
+    rejected = _extension_decided(locked, actor=actor, to=ExtensionState.REJECTED, comment=comment)
+    notify_on_commit(rejected.request, "extension.decided", extension=rejected)
+    return rejected
+
+
+@transaction.atomic
+def gpu_request_extension_cancel(
+    *, actor: User, extension: GpuRequestExtension
+) -> GpuRequestExtension:
+    """Whoever asked withdraws a pending extension."""
+    locked = _extension_lock(extension, verb=pgettext("cannot be", "cancelled"))
+    if locked.requested_by_id != actor.pk:
+        raise PermissionDenied(_("Only whoever asked for an extension cancels it."))
+    return _extension_decided(locked, actor=actor, to=ExtensionState.CANCELLED, comment="")
+
+
+def _extensions_end_with(gpu_request: GpuRequest, *, actor: User | None) -> None:
+    """The allocation ended (inside that transaction): its waiting extension is cancelled, so
+    no lead is left deciding on an allocation that is gone."""
+    waiting = GpuRequestExtension.objects.select_for_update().filter(
+        request=gpu_request, state=ExtensionState.PENDING
+    )
+    for extension in waiting:
+        extension.request = gpu_request
+        _extension_decided(
+            extension,
+            actor=actor,
+            to=ExtensionState.CANCELLED,
+            comment=_("The allocation ended (%(state)s) before a lead decided.")
+            % {"state": gpu_request.get_state_display()},
+        )
+
+
+EXTENSION_DECISIONS = ("approve", "reject", "cancel")
+
+
+def gpu_request_extension_transition(
+    *, actor: User, extension: GpuRequestExtension, action: str, comment: str = ""
+) -> GpuRequestExtension:
+    """The decision named `action` on a pending extension, as the API and pages offer them."""
+    if action == "approve":
+        return gpu_request_extension_approve(actor=actor, extension=extension, comment=comment)
+    if action == "reject":
+        return gpu_request_extension_reject(actor=actor, extension=extension, comment=comment)
+    if action == "cancel":
+        return gpu_request_extension_cancel(actor=actor, extension=extension)
+    raise ValidationFailed.on("action", _("Unknown action %(action)r.") % {"action": action})
 
 
 def allocations_follow_tenant(*, tenant: Tenant, actor: User | None) -> list[GpuRequest]:
@@ -480,7 +731,13 @@ TRANSITIONS = ("approve", "reject", "cancel", "release", "extend", "revoke")
 
 
 def gpu_request_transition(
-    *, actor: User, gpu_request: GpuRequest, action: str, comment: str = "", hours: int = 0
+    *,
+    actor: User,
+    gpu_request: GpuRequest,
+    action: str,
+    comment: str = "",
+    hours: int = 0,
+    reason: str = "",
 ) -> GpuRequest:
     """The transition named `action`, as the API and pages offer them; see each service."""
     if action == "approve":
@@ -492,7 +749,7 @@ def gpu_request_transition(
     if action == "release":
         return gpu_request_release(actor=actor, gpu_request=gpu_request)
     if action == "extend":
-        return gpu_request_extend(actor=actor, gpu_request=gpu_request, hours=hours)
+        return gpu_request_extend(actor=actor, gpu_request=gpu_request, hours=hours, reason=reason)
     if action == "revoke":
         return gpu_request_revoke(actor=actor, gpu_request=gpu_request, comment=comment)
-    raise ValidationFailed.on("action", f"Unknown action {action!r}.")
+    raise ValidationFailed.on("action", _("Unknown action %(action)r.") % {"action": action})

@@ -18,9 +18,9 @@ def notify_expiring_allocations() -> int:
 
 
 @shared_task(autoretry_for=(OSError,))
-def send_request_notification(request_id: int, event: str) -> None:
+def send_request_notification(request_id: int, event: str, extension_id: int | None = None) -> None:
     """Email the event and, when a webhook is configured, queue its delivery."""
-    event_payload = notification_send(request_id=request_id, event=event)
+    event_payload = notification_send(request_id=request_id, event=event, extension_id=extension_id)
     if event_payload is not None:
         deliver_webhook.delay(event_payload)
 

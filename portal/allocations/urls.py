@@ -10,7 +10,10 @@ urlpatterns = [
     path("requests/preview/", views.request_preview, name="preview"),
     path("requests/offerings/", views.request_offerings, name="offerings"),
     path("requests/<int:pk>/", views.request_detail, name="detail"),
+    # Before the transitions: extending has its own page (a reason when a lead decides).
+    path("requests/<int:pk>/extend/", views.extend, name="extend"),
     path("requests/<int:pk>/<slug:action>/", views.transition, name="transition"),
+    path("extensions/<int:pk>/<slug:action>/", views.extension_decide, name="extension-decide"),
     path("approvals/", views.approvals, name="approvals"),
     path("approvals/approve/", views.approve_selected, name="approve-selected"),
     path("manage/requests/", views.all_requests, name="all"),

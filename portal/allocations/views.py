@@ -1,5 +1,6 @@
-"""Request pages: the request form with its live preview, My requests, the lead's approvals
-queue and the admin's view of every request. Writes go through allocations.services."""
+"""Request pages: the request form with its live preview, My requests, extending an
+allocation, the lead's approvals queue (requests and extensions) and the admin's view of every
+request. Writes go through allocations.services."""
 
 import json
 from typing import Any
@@ -10,22 +11,41 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.allocations import services
-from portal.allocations.filters import GpuRequestFilter
+from portal.allocations.filters import GpuRequestExtensionFilter, GpuRequestFilter
 from portal.allocations.forms import DecisionForm, ExtendForm, GpuRequestForm
-from portal.allocations.models import GpuRequest, Purpose, RequestState
+from portal.allocations.models import (
+    HOLDING_STATES,
+    ExtensionState,
+    GpuRequest,
+    GpuRequestExtension,
+    Purpose,
+    RequestState,
+)
 from portal.allocations.selectors import (
     approvals_queue_for,
+    extension_for,
+    extensions_queue_for,
     gpu_request_for,
     gpu_request_preview,
     gpu_requests_for,
+    pending_extensions_by_request,
+    quota_left_for,
     with_costs,
     with_waiting,
 )
 from portal.catalog.models import Offering
-from portal.core.errors import ApplicationError, ValidationFailed
+from portal.core.errors import (
+    ApplicationError,
+    Conflict,
+    NotFound,
+    PolicyRefused,
+    ValidationFailed,
+)
 from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, polled_page
@@ -83,10 +103,14 @@ def request_new(request: AuthenticatedHttpRequest) -> HttpResponse:
                     status = 409
                 else:
                     if gpu_request.state == RequestState.APPROVED:
-                        messages.success(request, f"Request {gpu_request.pk} is approved.")
+                        messages.success(
+                            request, _("Request %(id)s is approved.") % {"id": gpu_request.pk}
+                        )
                     else:
                         messages.info(
-                            request, f"Request {gpu_request.pk} is waiting for a lead's approval."
+                            request,
+                            _("Request %(id)s is waiting for a lead's approval.")
+                            % {"id": gpu_request.pk},
                         )
                     return redirect("allocations:mine")
     return render(request, "allocations/request_form.html", {"form": form}, status=status)
@@ -148,24 +172,33 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     requests = gpu_requests_for(request.user).filter(requester=request.user)
     page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = with_waiting(with_costs(list(page.object_list), lambda row: row))
+    _with_pending_extensions(page.object_list)
     waiting = requests.filter(state=RequestState.PENDING).exists()
+    waiting = waiting or any(row.pending_extension for row in page.object_list)  # type: ignore[attr-defined]
     context = {"page": page, "waiting": waiting, "extend_form": ExtendForm()}
     return polled_page(request, "allocations/mine.html", "requests-table", context, moving=waiting)
+
+
+def _with_pending_extensions(rows: list[GpuRequest]) -> None:
+    """Set `.pending_extension` on each row: the extension waiting for a lead, or None."""
+    waiting = pending_extensions_by_request(rows)
+    for row in rows:
+        row.pending_extension = waiting.get(row.pk)  # type: ignore[attr-defined]
+
+
+def _back(request: AuthenticatedHttpRequest, default: str) -> HttpResponse:
+    back = request.POST.get("next", "")
+    return redirect(back if back.startswith("/") and not back.startswith("//") else default)
 
 
 @login_required
 @require_POST
 def transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
-    """approve, reject, cancel, release, revoke or extend one request, then go back."""
-    if action not in services.TRANSITIONS:
+    """approve, reject, cancel, release or revoke one request, then go back (extending has
+    its own page: `extend`)."""
+    if action not in services.TRANSITIONS or action == "extend":
         raise Http404
     gpu_request = gpu_request_for(request.user, pk)
-    hours = 0
-    if action == "extend":
-        form = ExtendForm(request.POST)
-        if not form.is_valid():
-            raise ValidationFailed("hours: extend by at least 1 hour.", fields={"hours": ["≥ 1"]})
-        hours = form.cleaned_data["hours"]
     decision = DecisionForm(request.POST)
     decision.is_valid()
     done = services.gpu_request_transition(
@@ -173,13 +206,116 @@ def transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpR
         gpu_request=gpu_request,
         action=action,
         comment=decision.cleaned_data.get("comment", ""),
-        hours=hours,
     )
-    messages.success(request, f"Request {done.pk} is {done.state}.")
-    back = request.POST.get("next", "")
-    return redirect(
-        back if back.startswith("/") and not back.startswith("//") else "allocations:mine"
+    messages.success(
+        request,
+        _("Request %(id)s is %(state)s.") % {"id": done.pk, "state": done.get_state_display()},
     )
+    return _back(request, "allocations:mine")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def extend(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """More time on an allocation: at once within the tenant's policy; beyond it, with a
+    reason, an extension that waits for a lead. A refusal shows the form again with the error
+    beside its field (and asks for the reason when a lead must decide)."""
+    gpu_request = gpu_request_for(request.user, pk)
+    form = ExtendForm(request.POST or None)
+    status = 200
+    needs_reason = False
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                done = services.gpu_request_extend(
+                    actor=request.user,
+                    gpu_request=gpu_request,
+                    hours=form.cleaned_data["hours"],
+                    reason=form.cleaned_data["reason"],
+                )
+            except NotFound:
+                raise
+            except ApplicationError as error:
+                form_add_error(form, error)
+                status = error.status
+                needs_reason = isinstance(error, PolicyRefused)
+            else:
+                _extended_message(request, done, form.cleaned_data["hours"])
+                return _back(request, "allocations:mine")
+    _with_pending_extensions([gpu_request])
+    context = {
+        "gpu_request": gpu_request,
+        "form": form,
+        "needs_reason": needs_reason,
+        "holding": gpu_request.state in HOLDING_STATES,
+        "next": request.POST.get("next") or request.GET.get("next", ""),
+    }
+    return render(request, "allocations/extend.html", context, status=status)
+
+
+def _extended_message(request: AuthenticatedHttpRequest, done: GpuRequest, hours: int) -> None:
+    if done.extension_pending is not None:
+        messages.info(
+            request,
+            ngettext(
+                "Extending request %(id)s by %(hours)s hour is waiting for a lead.",
+                "Extending request %(id)s by %(hours)s hours is waiting for a lead.",
+                hours,
+            )
+            % {"id": done.pk, "hours": hours},
+        )
+    else:
+        messages.success(
+            request,
+            ngettext(
+                "Request %(id)s is extended by %(hours)s hour.",
+                "Request %(id)s is extended by %(hours)s hours.",
+                hours,
+            )
+            % {"id": done.pk, "hours": hours},
+        )
+
+
+EXTENSION_DONE: dict[str, Any] = {
+    ExtensionState.APPROVED: gettext_lazy(
+        "Extension %(id)s is approved: request %(request)s ends later."
+    ),
+    ExtensionState.REJECTED: gettext_lazy("Extension %(id)s is rejected."),
+    ExtensionState.CANCELLED: gettext_lazy("Extension %(id)s is cancelled."),
+}
+
+
+@login_required
+@require_POST
+def extension_decide(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
+    """approve or reject a pending extension (from Approvals), or cancel one's own (from My
+    requests), then go back; a conflict is told on the page it came from."""
+    if action not in services.EXTENSION_DECISIONS:
+        raise Http404
+    extension = extension_for(request.user, pk)
+    decision = DecisionForm(request.POST)
+    decision.is_valid()
+    default = "allocations:mine" if action == "cancel" else "allocations:approvals"
+    try:
+        done = services.gpu_request_extension_transition(
+            actor=request.user,
+            extension=extension,
+            action=action,
+            comment=decision.cleaned_data.get("comment", ""),
+        )
+    except (Conflict, ValidationFailed) as error:
+        # Decided meanwhile, the allocation ended, or the quota or maximum no longer fit: told
+        # on the page the decision came from. Not allowed at all: the error page (403).
+        messages.error(
+            request,
+            _("Extension %(id)s: %(problem)s") % {"id": extension.pk, "problem": error.message},
+        )
+        return _back(request, default)
+    messages.success(
+        request, EXTENSION_DONE[done.state] % {"id": done.pk, "request": done.request_id}
+    )
+    return _back(request, default)
 
 
 def _require_approver(request: AuthenticatedHttpRequest) -> QuerySet[GpuRequest]:
@@ -189,12 +325,46 @@ def _require_approver(request: AuthenticatedHttpRequest) -> QuerySet[GpuRequest]
     return queue
 
 
+def _page_link(request: AuthenticatedHttpRequest, param: str, number: int) -> str:
+    query = request.GET.copy()
+    query[param] = str(number)
+    return f"?{query.urlencode()}"
+
+
 @login_required
 def approvals(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """A lead's queue of pending requests in their tenants: filter by tenant, oldest first."""
+    """A lead's queue in their tenants: pending requests, and pending extensions of
+    allocations, each with the quota left for its model; filter by tenant, oldest first."""
     queue = GpuRequestFilter(request.GET, queryset=_require_approver(request), request=request)
     page = Paginator(queue.qs, PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "allocations/approvals.html", {"page": page, "filters": queue.form})
+    waiting = GpuRequestExtensionFilter(
+        request.GET, queryset=extensions_queue_for(request.user), request=request
+    )
+    extensions = Paginator(waiting.qs, PER_PAGE).get_page(request.GET.get("extensions_page"))
+    rows: list[GpuRequest] = list(page.object_list)
+    pending: list[GpuRequestExtension] = list(extensions.object_list)
+    left = quota_left_for([*rows, *(extension.request for extension in pending)])
+    for row in rows:
+        row.quota_left = left.get((row.tenant_id, row.gpu_model_id))  # type: ignore[attr-defined]
+    for extension in pending:
+        allocation = extension.request
+        extension.quota_left = left.get((allocation.tenant_id, allocation.gpu_model_id))  # type: ignore[attr-defined]
+    page.object_list = rows
+    extensions.object_list = pending
+    context = {
+        "page": page,
+        "extensions": extensions,
+        "extensions_previous": _page_link(
+            request, "extensions_page", extensions.previous_page_number()
+        )
+        if extensions.has_previous()
+        else "",
+        "extensions_next": _page_link(request, "extensions_page", extensions.next_page_number())
+        if extensions.has_next()
+        else "",
+        "filters": queue.form,
+    }
+    return render(request, "allocations/approvals.html", context)
 
 
 @login_required
@@ -214,11 +384,15 @@ def approve_selected(request: AuthenticatedHttpRequest) -> HttpResponse:
         else:
             approved.append(raw_id)
     if approved:
-        messages.success(request, f"Approved {len(approved)}: {', '.join(approved)}.")
+        messages.success(
+            request,
+            _("Approved %(count)s: %(ids)s.")
+            % {"count": len(approved), "ids": ", ".join(approved)},
+        )
     for reason in refused:
-        messages.error(request, f"Not approved {reason}")
+        messages.error(request, _("Not approved %(reason)s") % {"reason": reason})
     if not approved and not refused:
-        messages.warning(request, "Select the requests to approve.")
+        messages.warning(request, _("Select the requests to approve."))
     return redirect("allocations:approvals")
 
 

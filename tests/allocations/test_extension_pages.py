@@ -1,0 +1,153 @@
+"""The extend form asks for a reason when a lead must decide and shows the extension waiting;
+the lead decides from Approvals, where extensions sit beside requests with the quota left."""
+
+import pytest
+
+from portal.allocations.models import ExtensionState, GpuRequest, GpuRequestExtension
+from portal.allocations.services import gpu_request_extend, gpu_request_submit
+
+
+@pytest.fixture
+def allocation(developer, a100_tenant, catalog) -> GpuRequest:
+    return gpu_request_submit(
+        actor=developer,
+        tenant=a100_tenant,
+        offering=catalog["a100-80gb-whole"],
+        count=1,
+        duration_hours=4,
+    )
+
+
+def test_within_policy_the_form_extends_at_once(client_for, developer, allocation) -> None:
+    response = client_for(developer).post(
+        f"/requests/{allocation.pk}/extend/", {"hours": 2}, follow=True
+    )
+
+    assert response.redirect_chain[-1][0] == "/requests/"
+    assert f"Request {allocation.pk} is extended by 2 hours." in response.text
+    allocation.refresh_from_db()
+    assert allocation.duration_hours == 6
+
+
+def test_beyond_policy_the_form_asks_for_a_reason_then_shows_it_waiting(
+    client_for, developer, allocation
+) -> None:
+    client = client_for(developer)
+
+    refused = client.post(f"/requests/{allocation.pk}/extend/", {"hours": 12})
+    asked = client.post(
+        f"/requests/{allocation.pk}/extend/", {"hours": 12, "reason": "a long run"}, follow=True
+    )
+
+    assert refused.status_code == 422
+    assert "needs a lead" in refused.text
+    assert "Reason for the lead" in refused.text
+    assert 'value="12"' in refused.text  # what was typed stays
+    assert "Ask a lead" in refused.text
+    assert "is waiting for a lead" in asked.text
+    assert f'data-testid="extension-waiting-{allocation.pk}"' in asked.text
+    assert "Extension by 12 h waiting for a lead" in asked.text
+    assert GpuRequestExtension.objects.get().reason == "a long run"
+
+
+def test_bad_hours_show_beside_the_field(client_for, developer, allocation) -> None:
+    zero = client_for(developer).post(f"/requests/{allocation.pk}/extend/", {"hours": 0})
+    too_long = client_for(developer).post(f"/requests/{allocation.pk}/extend/", {"hours": 500})
+
+    assert zero.status_code == 400
+    assert "Extend by at least 1 hour." in zero.text
+    assert too_long.status_code == 400
+    assert "allows 168" in too_long.text
+
+
+def test_the_extend_page_is_404_for_outsiders(client_for, outsider, allocation) -> None:
+    assert client_for(outsider).get(f"/requests/{allocation.pk}/extend/").status_code == 404
+    assert (
+        client_for(outsider).post(f"/requests/{allocation.pk}/extend/", {"hours": 1}).status_code
+        == 404
+    )
+
+
+def test_the_lead_sees_the_extension_with_the_quota_left_and_approves_it(
+    client_for, developer, lead, allocation
+) -> None:
+    extension = gpu_request_extend(
+        actor=developer, gpu_request=allocation, hours=12, reason="a long run"
+    ).extension_pending
+    assert extension is not None
+
+    queue = client_for(lead).get("/approvals/")
+    approved = client_for(lead).post(
+        f"/extensions/{extension.pk}/approve/",
+        {"comment": "fine", "next": "/approvals/"},
+        follow=True,
+    )
+
+    assert f'data-testid="extension-{extension.pk}"' in queue.text
+    assert "a long run" in queue.text
+    assert "+12 h (16 of at most 168 h)" in queue.text
+    assert "9 of 10 GPU-eq (NVIDIA A100-SXM4-80GB)" in queue.text
+    assert "Extensions (1 waiting)" in queue.text
+    assert f"Extension {extension.pk} is approved" in approved.text
+    extension.refresh_from_db()
+    assert extension.state == ExtensionState.APPROVED
+    assert extension.decision_comment == "fine"
+
+
+def test_a_conflict_on_approval_is_told_on_the_approvals_page(
+    client_for, developer, lead, allocation
+) -> None:
+    extension = gpu_request_extend(
+        actor=developer, gpu_request=allocation, hours=12, reason="why"
+    ).extension_pending
+    assert extension is not None
+    client_for(lead).post(f"/extensions/{extension.pk}/reject/")
+
+    again = client_for(lead).post(f"/extensions/{extension.pk}/approve/", follow=True)
+
+    assert again.redirect_chain[-1][0] == "/approvals/"
+    assert "is rejected; it cannot be approved" in again.text
+
+
+def test_the_developer_cannot_decide_and_outsiders_get_404(
+    client_for, developer, outsider, allocation
+) -> None:
+    extension = gpu_request_extend(
+        actor=developer, gpu_request=allocation, hours=12, reason="why"
+    ).extension_pending
+    assert extension is not None
+
+    assert client_for(developer).post(f"/extensions/{extension.pk}/approve/").status_code == 403
+    assert client_for(outsider).post(f"/extensions/{extension.pk}/cancel/").status_code == 404
+    cancelled = client_for(developer).post(f"/extensions/{extension.pk}/cancel/", follow=True)
+    assert f"Extension {extension.pk} is cancelled." in cancelled.text
+
+
+def test_approvals_page_queries_do_not_grow_with_extensions(
+    client_for, django_assert_max_num_queries, developer, lead, a100_tenant, catalog
+) -> None:
+    client = client_for(lead)
+
+    def add(number: int) -> None:
+        for _ in range(number):
+            allocation = gpu_request_submit(
+                actor=developer,
+                tenant=a100_tenant,
+                offering=catalog["a100-80gb-mig-1g-10gb"],
+                count=1,
+                duration_hours=1,
+            )
+            gpu_request_extend(actor=developer, gpu_request=allocation, hours=12, reason="more")
+            gpu_request_submit(
+                actor=developer, tenant=a100_tenant, offering=catalog["a100-80gb-whole"], count=2
+            )
+
+    add(2)
+    with django_assert_max_num_queries(10):
+        few = client.get("/approvals/")
+    add(20)
+    with django_assert_max_num_queries(10):
+        many = client.get("/approvals/")
+
+    assert few.text.count('<tr data-testid="extension-') == 2
+    assert many.text.count('<tr data-testid="extension-') == 22
