@@ -42,6 +42,7 @@ WRITES: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     ),
     "POST /api/v1/directory/reconcile": ("admin_user", lambda _: {}),
     "POST /api/v1/gpu-models/": ("admin_user", lambda _: {}),
+    "PATCH /api/v1/me": ("developer", lambda _: {}),
     "PATCH /api/v1/gpu-models/{slug}/": ("admin_user", lambda w: w["gpu_model"]),
     "POST /api/v1/notebook-images/": ("admin_user", lambda _: {}),
     "PATCH /api/v1/notebook-images/{slug}/": ("admin_user", lambda w: w["notebook_image"]),
