@@ -82,20 +82,19 @@ def read_po(path: Path) -> list[Entry]:
         keyword, _, rest = line.partition(" ")
         if keyword in ("msgctxt", "msgid") and entry.msgstr:
             finish()
-        text = ast.literal_eval(rest)
-        if keyword == "msgctxt":
-            entry.msgctxt, target = text, ("msgctxt", 0)
-        elif keyword == "msgid":
-            entry.msgid, target = text, ("msgid", 0)
-        elif keyword == "msgid_plural":
-            entry.msgid_plural, target = text, ("msgid_plural", 0)
-        elif keyword == "msgstr":
-            entry.msgstr[0], target = text, ("msgstr", 0)
-        elif keyword.startswith("msgstr["):
-            index = int(keyword[7:-1])
-            entry.msgstr[index], target = text, ("msgstr", index)
+        target = _start(entry, keyword, ast.literal_eval(rest))
     finish()
     return entries
+
+
+def _start(entry: Entry, keyword: str, text: str) -> tuple[str, int]:
+    """Set the string a keyword line starts; returns which one, for continuation lines."""
+    if keyword.startswith("msgstr"):
+        index = int(keyword[7:-1]) if keyword.startswith("msgstr[") else 0
+        entry.msgstr[index] = text
+        return ("msgstr", index)
+    setattr(entry, keyword, text)
+    return (keyword, 0)
 
 
 def _append(entry: Entry, target: tuple[str, int], text: str) -> None:
