@@ -71,17 +71,18 @@ class English:
     msgid: str
     pattern: re.Pattern[str] | None  # several words: searched in the page's text
     word: str | None  # one word: must be a whole text node to count
+    clue: str = ""  # a word the text must hold before the pattern is worth searching
 
     def found_in(self, nodes: list[str], joined: str) -> bool:
         if self.word is not None:
             return any(node.rstrip(":") == self.word for node in nodes)
         assert self.pattern is not None
-        return self.pattern.search(joined) is not None
+        return self.clue in joined and self.pattern.search(joined) is not None
 
 
 def english_of(msgid: str) -> English | None:
     """How `msgid` would look in a page, or None when it cannot tell English from Chinese
-    (no letters beyond placeholders, or only one letter)."""
+    (no letters beyond placeholders, only one letter, or one word beside placeholders)."""
     text = html.unescape(TAG.sub(" ", msgid)).replace("%%", "%")
     literals = [" ".join(part.split()) for part in PLACEHOLDER.split(text)]
     letters = re.sub(r"[^A-Za-z]", "", "".join(literals))
@@ -89,9 +90,16 @@ def english_of(msgid: str) -> English | None:
         return None
     if len(literals) == 1 and " " not in literals[0]:
         return English(msgid, None, literals[0])
-    parts = [r"\s*".join(re.escape(word) for word in literal.split()) for literal in literals]
-    body = r"\s*.+?\s*".join(part for part in parts)
-    return English(msgid, re.compile(rf"(?<![A-Za-z]){body}(?![A-Za-z])"), None)
+    if len(literals) > 1 and len(" ".join(literals).split()) < 2:
+        return None  # "All %(currency)s": one word beside a value is found in any text
+    # Placeholders at either end add nothing to look for.
+    parts = [
+        r"\s*".join(re.escape(word) for word in literal.split()) for literal in literals if literal
+    ]
+    # A placeholder stands for a value: bounded, so a search stays linear in the page's length.
+    body = r".{0,200}?".join(part for part in parts)
+    longest = max(literals, key=len).split()
+    return English(msgid, re.compile(rf"(?<![A-Za-z]){body}(?![A-Za-z])"), None, longest[0])
 
 
 @pytest.fixture(scope="session")
@@ -169,3 +177,4 @@ def test_the_finder_sees_text_and_readable_attributes_but_not_scripts() -> None:
     assert not save.found_in(nodes, joined)
     assert not statements.found_in(chinese, " ".join(chinese))
     assert english_of("%(count)s") is None
+    assert english_of("%(role)s in %(tenant)s") is None

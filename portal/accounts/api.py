@@ -18,6 +18,7 @@ from portal.accounts.selectors import sign_in_mapping_for, users_for_identity
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.navigation import persona_of
+from portal.core.serializers import StrictFieldsMixin
 
 
 class MembershipSummarySerializer(serializers.Serializer[object]):
@@ -48,7 +49,7 @@ class MeSerializer(serializers.Serializer[User]):
         ).data  # type: ignore[return-value]
 
 
-class MePatchSerializer(serializers.Serializer[Any]):
+class MePatchSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
     """The caller's own preferences; either or both."""
 
     language = serializers.ChoiceField(

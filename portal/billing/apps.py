@@ -1,10 +1,13 @@
+from typing import cast
+
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class BillingConfig(AppConfig):
     name = "portal.billing"
     label = "billing"
-    verbose_name = "Billing"
+    verbose_name = gettext_lazy("Billing")
 
     def ready(self) -> None:
         from portal.allocations.decisions import budget_source
@@ -20,8 +23,12 @@ class BillingConfig(AppConfig):
         budget_source.register(budget_policy_reason)
         # Finance lands on this month's statements; leads reach their tenants' from the tenant page.
         navigation.start_pages.register("finance", "billing:statements")
+        # A lazy label: translated when the navigation is drawn, in the reader's language.
         navigation.nav_register(
-            "Chargeback", "billing:statements", {"finance", "admin"}, position=60
+            cast("str", gettext_lazy("Chargeback")),
+            "billing:statements",
+            {"finance", "admin"},
+            position=60,
         )
         tenant_sections.register(
             "chargeback",
