@@ -5,10 +5,13 @@ caller's Accept-Language and answers times in UTC."""
 import json
 import re
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.template import engines
-from django.test import Client
+from django.template.loader import render_to_string
+from django.test import Client, RequestFactory
 from django.utils import timezone, translation
 
 from portal.accounts.models import User
@@ -163,6 +166,21 @@ def test_the_switcher_ignores_an_unknown_language_and_a_foreign_next(client_for,
     assert "elsewhere" not in response.headers["Location"]
     developer.refresh_from_db()
     assert developer.language == ""
+
+
+def test_the_switcher_offers_each_language_in_its_own_name_and_names_the_time_zone(
+    rf: RequestFactory,
+) -> None:
+    request = rf.get("/tenants/?page=2")
+    request.user = AnonymousUser()
+    with translation.override("zh-hans"), timezone.override(ZoneInfo("Asia/Shanghai")):
+        html = render_to_string("core/_locale_switcher.html", request=request)
+
+    assert 'action="/accounts/language/"' in html
+    assert 'name="next" value="/tenants/?page=2"' in html
+    assert '<option value="zh-hans" lang="zh-hans" selected>简体中文</option>' in html
+    assert '<option value="en" lang="en">English</option>' in html
+    assert "Asia/Shanghai" in html
 
 
 # The API: `me` shows and saves both; it answers in the Accept-Language and in UTC.
