@@ -7,7 +7,7 @@ PORT ?= 8000
 DEMO_ENV := PORTAL_DEMO=true PORT=$(PORT) PORTAL_BASE_URL=http://127.0.0.1:$(PORT) \
 	PORTAL_IN_PROCESS_SCHEDULER=true PORTAL_SYNTHETIC_METRICS=true
 
-.PHONY: demo test bench lint format venv clean
+.PHONY: demo test bench lint format venv clean messages
 
 venv: $(VENV)/.installed
 
@@ -36,13 +36,25 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 # 1. Run the portal on the embedded defaults: SQLite, tasks and periodic tasks in-process,
 #    cluster dry-run, demo data; served by gunicorn (deploy/demo/gunicorn.conf.py) on 127.0.0.1:PORT
 #    (8000 unless given: `make demo PORT=8123`), with PORTAL_DEMO on and DEBUG off.
-demo: venv
+demo: venv messages
 	$(DEMO_ENV) $(PY) manage.py migrate --noinput
 	$(DEMO_ENV) $(PY) manage.py demo_data
 	$(DEMO_ENV) $(PY) -m gunicorn --config deploy/demo/gunicorn.conf.py
 
+# The translation catalogs: locale/<lang>/LC_MESSAGES/django.po compiled to the .mo files Django
+# reads. The .mo files are build output (not committed); GNU gettext's msgfmt compiles them.
+messages: venv
+	@if command -v msgfmt >/dev/null 2>&1; then \
+	  $(DEMO_ENV) $(PY) manage.py compilemessages -l zh_Hans -i .venv -i var -i node_modules; \
+	else \
+	  echo "warning: msgfmt not found, so the pages are in English only." >&2; \
+	  echo "         Install GNU gettext (Debian: apt-get install gettext) and run make again." >&2; \
+	fi
+
 # 2. Install what is missing, start throwaway PostgreSQL, Redis and Prometheus, run ruff, mypy
-#    and the whole pytest suite, stop the services. ARGS are passed to pytest.
+#    the translation check (every marked string translated), compile the catalogs, run the whole
+#    pytest suite, stop the services. ARGS are passed to pytest (`--no-lint` and
+#    `--no-i18n-check` skip checks while developing).
 test: venv
 	$(PY) -m tests.harness $(ARGS)
 
@@ -62,3 +74,4 @@ format: venv
 
 clean:
 	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache
+	find locale -name '*.mo' -delete

@@ -41,6 +41,9 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "accounts:oidc-login": ("get", "", (404, 404, 404, 404, 404, 404)),
     "accounts:oidc-callback": ("get", "", (404, 404, 404, 404, 404, 404)),
     "accounts:identity": ("get", "", (302, 404, 404, 404, 404, 200)),
+    "accounts:profile": ("get", "", (302, 200, 200, 200, 200, 200)),
+    # The language switcher: anyone (the cookie); signed in, saved on the profile too.
+    "accounts:language": ("post", "", (302, 302, 302, 302, 302, 302)),
     "api:identity": ("get", "", (401, 404, 404, 404, 404, 200)),
     "api:users": ("get", "", (401, 404, 404, 404, 404, 200)),
     # The sync is off in the walk and the queued change pending: retries and reconciles are 409.

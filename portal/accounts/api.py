@@ -1,6 +1,7 @@
 from dataclasses import asdict
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
@@ -12,10 +13,12 @@ from rest_framework.views import APIView
 
 from portal.accounts.filters import UserFilter
 from portal.accounts.models import SsoProfile, User
+from portal.accounts.preferences import user_preferences_set
 from portal.accounts.selectors import sign_in_mapping_for, users_for_identity
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.navigation import persona_of
+from portal.core.serializers import StrictFieldsMixin
 
 
 class MembershipSummarySerializer(serializers.Serializer[object]):
@@ -31,6 +34,10 @@ class MeSerializer(serializers.Serializer[User]):
     global_role = serializers.CharField()
     persona = serializers.SerializerMethodField()
     tenants = serializers.SerializerMethodField()
+    language = serializers.CharField(
+        help_text="The saved language (`en`, `zh-hans`); blank follows Accept-Language."
+    )
+    time_zone = serializers.CharField(help_text="The IANA time zone pages show times in.")
 
     def get_persona(self, user: User) -> str:
         return persona_of(user)
@@ -42,12 +49,38 @@ class MeSerializer(serializers.Serializer[User]):
         ).data  # type: ignore[return-value]
 
 
+class MePatchSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
+    """The caller's own preferences; either or both."""
+
+    language = serializers.ChoiceField(
+        choices=[("", "follow Accept-Language"), *settings.LANGUAGES],
+        required=False,
+        allow_blank=True,
+        help_text="The pages' language: `en`, `zh-hans`, or blank to follow Accept-Language.",
+    )
+    time_zone = serializers.CharField(
+        max_length=64,
+        required=False,
+        help_text="An IANA time zone name, e.g. `Asia/Shanghai`; pages show times in it.",
+    )
+
+
 class MeView(APIView):
-    """The caller: identity, global role, main persona and tenant memberships."""
+    """The caller: identity, global role, main persona, tenant memberships and preferences.
+    PATCH saves the caller's language and time zone (the API itself always answers in the
+    Accept-Language and gives times in UTC)."""
 
     @extend_schema(responses=MeSerializer)
     def get(self, request: Request) -> Response:
         return Response(MeSerializer(request.user).data)  # type: ignore[arg-type]
+
+    @extend_schema(request=MePatchSerializer, responses=MeSerializer)
+    def patch(self, request: Request) -> Response:
+        user = api_user(request)
+        serializer = MePatchSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        user_preferences_set(actor=user, user=user, **serializer.validated_data)
+        return Response(MeSerializer(user).data)
 
 
 class SignInMappingSerializer(serializers.Serializer[Any]):

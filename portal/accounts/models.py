@@ -1,5 +1,27 @@
+import zoneinfo
+from functools import cache
+
+from django.conf import settings
 from django.contrib.auth.models import AbstractUser
+from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy
+
+
+@cache
+def time_zone_names() -> frozenset[str]:
+    """The IANA time zone names this machine knows (the system's tz database or tzdata)."""
+    return frozenset(zoneinfo.available_timezones()) | {"UTC"}
+
+
+def validate_time_zone(value: str) -> None:
+    """An IANA time zone name such as `Asia/Shanghai` or `UTC`."""
+    if value not in time_zone_names():
+        raise ValidationError(
+            gettext_lazy("Unknown time zone %(value)s: give an IANA name such as Asia/Shanghai."),
+            code="invalid_time_zone",
+            params={"value": value},
+        )
 
 
 class GlobalRole(models.TextChoices):
@@ -20,6 +42,20 @@ class MemberRole(models.TextChoices):
 class User(AbstractUser):
     global_role = models.CharField(
         max_length=16, choices=GlobalRole.choices, default=GlobalRole.NONE, blank=True
+    )
+    # Blank: follow the browser's Accept-Language (portal.accounts.middleware).
+    language = models.CharField(
+        gettext_lazy("language"),
+        max_length=16,
+        choices=settings.LANGUAGES,
+        blank=True,
+        default="",
+    )
+    time_zone = models.CharField(
+        gettext_lazy("time zone"),
+        max_length=64,
+        default="UTC",
+        validators=[validate_time_zone],
     )
 
     class Meta:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.accounts import views
+from portal.accounts import profile_views, views
 
 app_name = "accounts"
 
@@ -10,4 +10,6 @@ urlpatterns = [
     path("oidc/login/", views.oidc_login, name="oidc-login"),
     path("oidc/callback/", views.oidc_callback, name="oidc-callback"),
     path("identity/", views.identity, name="identity"),
+    path("profile/", profile_views.profile, name="profile"),
+    path("language/", profile_views.language_switch, name="language"),
 ]

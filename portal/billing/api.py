@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http.response import HttpResponseBase
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -106,14 +107,14 @@ MONTH_PARAMETER = OpenApiParameter(
 
 def _sets_prices(user: User) -> User:
     if not (user.is_finance or user.is_portal_admin):
-        raise PermissionDenied("Only finance and admins set prices.")
+        raise PermissionDenied(gettext("Only finance and admins set prices."))
     return user
 
 
 def _sees_periods(user: User) -> User:
     """Finance and admins; to anyone else periods do not exist."""
     if not user.sees_all_tenants:
-        raise NotFound("Not found.")
+        raise NotFound(gettext("Not found."))
     return user
 
 
@@ -306,7 +307,7 @@ class PeriodReopen(GenericAPIView[Period]):
     def post(self, request: Request, month: str) -> Response:
         actor = _sees_periods(api_user(request))
         if not actor.is_portal_admin:
-            raise PermissionDenied("Only admins reopen a closed month.")
+            raise PermissionDenied(gettext("Only admins reopen a closed month."))
         first = month_of(month, field="period")
         body = ReopenSerializer(data=request.data)
         body.is_valid(raise_exception=True)

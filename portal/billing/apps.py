@@ -1,10 +1,13 @@
+from typing import cast
+
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class BillingConfig(AppConfig):
     name = "portal.billing"
     label = "billing"
-    verbose_name = "Billing"
+    verbose_name = gettext_lazy("Billing")
 
     def ready(self) -> None:
         from portal.allocations.decisions import budget_source
@@ -20,8 +23,12 @@ class BillingConfig(AppConfig):
         cost_source.register(allocation_costs)
         budget_source.register(budget_policy_reason)
         billing_home_register()
+        # A lazy label: translated when the navigation is drawn, in the reader's language.
         navigation.nav_register(
-            "Chargeback", "billing:statements", {"finance", "admin"}, position=60
+            cast("str", gettext_lazy("Chargeback")),
+            "billing:statements",
+            {"finance", "admin"},
+            position=60,
         )
         tenant_sections.register(
             "chargeback",

@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from portal.billing.budgets import BudgetStatus, budget_of, budget_status, budget_tenant
@@ -98,7 +99,7 @@ def _answer(
 def _writer_tenant(request: AuthenticatedHttpRequest, slug: str) -> Tenant:
     tenant = budget_tenant(request.user, slug)  # 404 for whoever may not read it
     if not (request.user.is_finance or request.user.is_portal_admin):
-        raise PermissionDenied("Only finance and admins set budgets; leads read them.")
+        raise PermissionDenied(gettext("Only finance and admins set budgets; leads read them."))
     return tenant
 
 
@@ -114,7 +115,9 @@ def budget_save(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         except ApplicationError as error:
             form_add_error(form, error)
             return _answer(request, tenant, form=form, status=error.status)
-        messages.success(request, f"The budget of {tenant.slug} is set.")
+        messages.success(
+            request, gettext("The budget of %(tenant)s is set.") % {"tenant": tenant.slug}
+        )
         return _answer(request, tenant, form=None, status=200)
     return _answer(request, tenant, form=form, status=400)
 
@@ -125,5 +128,7 @@ def budget_delete(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """Remove the tenant's budget (finance, admins); 404 when it has none."""
     tenant = _writer_tenant(request, slug)
     budget_remove(actor=request.user, tenant=tenant)
-    messages.success(request, f"{tenant.slug} has no budget any more.")
+    messages.success(
+        request, gettext("%(tenant)s has no budget any more.") % {"tenant": tenant.slug}
+    )
     return _answer(request, tenant, form=None, status=200)

@@ -16,6 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from portal.accounts.models import User
 from portal.billing.models import Budget, BudgetAlert, BudgetUnit, basis_quantity
@@ -176,7 +177,7 @@ def budget_tenant(user: User, slug: str) -> Tenant:
     statements are."""
     tenant = tenants_seen(user).filter(slug=slug).first()
     if tenant is None:
-        raise NotFound("There is no such tenant.")
+        raise NotFound(gettext("There is no such tenant."))
     return tenant
 
 
@@ -189,7 +190,7 @@ def budget_for(user: User, slug: str) -> Budget:
     user may not read it."""
     budget = budget_of(budget_tenant(user, slug))
     if budget is None:
-        raise NotFound("This tenant has no budget.")
+        raise NotFound(gettext("This tenant has no budget."))
     return budget
 
 

@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from portal.billing.models import BudgetUnit
 from portal.billing.selectors import month_of
@@ -15,12 +16,12 @@ from portal.core.forms import BoundedForm
 from portal.core.validators import TEXT_MAX_LENGTH
 
 SORTS = {
-    "tenant": "Tenant",
-    "-tenant": "Tenant, Z to A",
-    "cost_centre": "Cost centre",
-    "-cost_centre": "Cost centre, Z to A",
-    "total": "Total, smallest first",
-    "-total": "Total, largest first",
+    "tenant": _("Tenant"),
+    "-tenant": _("Tenant, Z to A"),
+    "cost_centre": _("Cost centre"),
+    "-cost_centre": _("Cost centre, Z to A"),
+    "total": _("Total, smallest first"),
+    "-total": _("Total, largest first"),
 }
 
 
@@ -34,15 +35,15 @@ class ChargebackFilterForm(BoundedForm):
     """`period` (YYYY-MM), `cost_centre` (one of the tenants' the user sees, or all) and
     `sort` (a column, `-` for descending)."""
 
-    period = forms.CharField(label="Month", widget=MonthInput)
-    cost_centre = forms.ChoiceField(label="Cost centre", required=False)
-    sort = forms.ChoiceField(label="Sort by", choices=list(SORTS.items()))
+    period = forms.CharField(label=_("Month"), widget=MonthInput)
+    cost_centre = forms.ChoiceField(label=_("Cost centre"), required=False)
+    sort = forms.ChoiceField(label=_("Sort by"), choices=list(SORTS.items()))
 
     def __init__(self, data: dict[str, Any], *, cost_centres: list[str]) -> None:
         super().__init__(data)
         field = cast("forms.ChoiceField", self.fields["cost_centre"])
-        field.choices = [("", "Every cost centre")] + [
-            (centre, centre or "(none)") for centre in cost_centres
+        field.choices = [("", _("Every cost centre"))] + [
+            (centre, centre or _("(none)")) for centre in cost_centres
         ]
 
     def clean_period(self) -> date:
@@ -54,58 +55,61 @@ class ChargebackFilterForm(BoundedForm):
 
 class PeriodReopenForm(BoundedForm):
     reason = forms.CharField(
-        label="Reason",
+        label=_("Reason"),
         max_length=TEXT_MAX_LENGTH,
-        help_text="Why the month is reopened: it stays in the statements' history.",
+        help_text=_("Why the month is reopened: it stays in the statements' history."),
     )
 
 
 class RateCardForm(BoundedForm):
     gpu_model = forms.ModelChoiceField(
-        label="GPU model", queryset=GpuModel.objects.order_by("name"), to_field_name="slug"
+        label=_("GPU model"), queryset=GpuModel.objects.order_by("name"), to_field_name="slug"
     )
     backend = forms.ModelChoiceField(
-        label="Sharing backend",
+        label=_("Sharing backend"),
         queryset=SharingBackend.objects.order_by("name"),
         to_field_name="slug",
         required=False,
-        empty_label="Every backend",
+        empty_label=_("Every backend"),
     )
     currency = forms.CharField(
-        label="Currency", max_length=3, min_length=3, help_text="ISO 4217, e.g. EUR"
+        label=_("Currency"), max_length=3, min_length=3, help_text=_("ISO 4217, e.g. EUR")
     )
     price_per_gpu_eq_hour = forms.DecimalField(
-        label="Price per GPU-eq-hour", max_digits=14, decimal_places=4, min_value=0
+        label=_("Price per GPU-eq-hour"), max_digits=14, decimal_places=4, min_value=0
     )
     price_per_cpu_core_hour = forms.DecimalField(
-        label="Price per CPU core-hour",
+        label=_("Price per CPU core-hour"),
         max_digits=14,
         decimal_places=4,
         min_value=0,
         required=False,
-        help_text="Of the CPU cores the pods request; empty: CPU is not charged",
+        help_text=_("Of the CPU cores the pods request; empty: CPU is not charged"),
     )
     price_per_ram_gib_hour = forms.DecimalField(
-        label="Price per memory GiB-hour",
+        label=_("Price per memory GiB-hour"),
         max_digits=14,
         decimal_places=4,
         min_value=0,
         required=False,
-        help_text="Of the memory the pods request; empty: memory is not charged",
+        help_text=_("Of the memory the pods request; empty: memory is not charged"),
     )
     effective_from = forms.DateField(
-        label="Effective from", widget=forms.DateInput(attrs={"type": "date"})
+        label=_("Effective from"), widget=forms.DateInput(attrs={"type": "date"})
     )
 
 
 class BudgetForm(BoundedForm):
-    unit = forms.ChoiceField(label="Budget in", choices=BudgetUnit.choices)
+    unit = forms.ChoiceField(label=_("Budget in"), choices=BudgetUnit.choices)
     amount = forms.DecimalField(
-        label="Amount a month", max_digits=18, decimal_places=2, min_value=Decimal("0.01")
+        label=_("Amount a month"), max_digits=18, decimal_places=2, min_value=Decimal("0.01")
     )
     currency = forms.CharField(
-        label="Currency", max_length=3, required=False, help_text="ISO 4217, for money, e.g. EUR"
+        label=_("Currency"),
+        max_length=3,
+        required=False,
+        help_text=_("ISO 4217, for money, e.g. EUR"),
     )
     approval_above = forms.BooleanField(
-        label="Above the budget, every new request needs a lead's approval", required=False
+        label=_("Above the budget, every new request needs a lead's approval"), required=False
     )

@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
@@ -21,13 +22,13 @@ from portal.core.visibility import VisibleQuerySet, register_scope
 from portal.metering.models import Measures
 from tenants.access import sees_everything, tenants_led_by
 
-currency_validator = RegexValidator(r"^[A-Z]{3}$", "Three capital letters (ISO 4217), e.g. EUR.")
+currency_validator = RegexValidator(r"^[A-Z]{3}$", _("Three capital letters (ISO 4217), e.g. EUR."))
 
 
 class Basis(models.TextChoices):
-    RESERVED = "reserved", "reserved GPU-eq-hours"
-    REQUESTED = "requested", "requested GPU-eq-hours"
-    USED = "used", "used GPU-hours"
+    RESERVED = "reserved", _("reserved GPU-eq-hours")
+    REQUESTED = "requested", _("requested GPU-eq-hours")
+    USED = "used", _("used GPU-hours")
 
 
 def basis_quantity(measures: Measures, basis: str) -> Fraction:
@@ -52,7 +53,7 @@ class RateCard(models.Model):
         null=True,
         blank=True,
         related_name="+",
-        help_text="Empty: every sharing backend without a card of its own",
+        help_text=_("Empty: every sharing backend without a card of its own"),
     )
     currency = models.CharField(max_length=3, validators=[currency_validator])
     price_per_gpu_eq_hour = models.DecimalField(
@@ -64,7 +65,7 @@ class RateCard(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(0)],
-        help_text="Empty: CPU is not charged",
+        help_text=_("Empty: CPU is not charged"),
     )
     price_per_ram_gib_hour = models.DecimalField(
         max_digits=14,
@@ -72,7 +73,7 @@ class RateCard(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(0)],
-        help_text="Empty: memory is not charged",
+        help_text=_("Empty: memory is not charged"),
     )
     effective_from = models.DateField()
     created_by = models.ForeignKey(
@@ -90,8 +91,8 @@ class RateCard(models.Model):
 
 
 class PeriodState(models.TextChoices):
-    OPEN = "open", "open"
-    CLOSED = "closed", "closed"
+    OPEN = "open", _("open")
+    CLOSED = "closed", _("closed")
 
 
 class Period(models.Model):
@@ -166,8 +167,8 @@ class StatementLine(models.Model):
 
 
 class BudgetUnit(models.TextChoices):
-    MONEY = "money", "money"
-    GPU_EQ_HOURS = "gpu_eq_hours", "GPU-eq-hours"
+    MONEY = "money", _("money")
+    GPU_EQ_HOURS = "gpu_eq_hours", _("GPU-eq-hours")
 
 
 class Budget(models.Model):
@@ -181,10 +182,10 @@ class Budget(models.Model):
         max_digits=18, decimal_places=2, validators=[MinValueValidator(Decimal("0.01"))]
     )
     currency = models.CharField(
-        max_length=3, blank=True, validators=[currency_validator], help_text="Money only"
+        max_length=3, blank=True, validators=[currency_validator], help_text=_("Money only")
     )
     approval_above = models.BooleanField(
-        default=False, help_text="Above the budget, every new request waits for a lead"
+        default=False, help_text=_("Above the budget, every new request waits for a lead")
     )
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"

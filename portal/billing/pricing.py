@@ -24,6 +24,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.db.models.functions import TruncDate
+from django.utils.translation import gettext
 
 from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import PriceQuote
@@ -189,10 +190,15 @@ def currency_problem(priced: Priced) -> str:
     currencies = {line.currency for line in priced.lines if line.currency}
     if len(currencies) <= 1:
         return ""
-    return (
-        f"The rate cards for {priced.tenant.slug} in {priced.month:%Y-%m} are in "
-        f"{' and '.join(sorted(currencies))}: one statement takes one currency."
-    )
+    return gettext(
+        "The rate cards for %(tenant)s in %(month)s are in %(currencies)s: one statement "
+        "takes one currency."
+    ) % {
+        "tenant": priced.tenant.slug,
+        "month": f"{priced.month:%Y-%m}",
+        # Translators: joins currency codes, as in "EUR and USD".
+        "currencies": gettext(" and ").join(sorted(currencies)),
+    }
 
 
 def month_priced(

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils.translation import gettext
 
 from portal.accounts.models import User
 from portal.billing.models import (
@@ -65,10 +66,14 @@ def month_of(text: str, *, field: str = "period") -> date:
     """The first day of the month `YYYY-MM`; ValidationFailed naming `field` otherwise."""
     match = MONTH.match(text.strip()) if isinstance(text, str) else None
     if match is None or not 1 <= int(match.group(2)) <= 12:
-        raise ValidationFailed.on(field, "Give a month as YYYY-MM, e.g. 2026-10.")
+        raise ValidationFailed.on(field, gettext("Give a month as YYYY-MM, e.g. 2026-10."))
     if not _known_month(int(match.group(1)), int(match.group(2))):
         last = current_month().year + YEARS_AHEAD
-        raise ValidationFailed.on(field, f"Give a month from {FIRST_YEAR}-01 to {last}-12.")
+        raise ValidationFailed.on(
+            field,
+            gettext("Give a month from %(first)s to %(last)s.")
+            % {"first": f"{FIRST_YEAR}-01", "last": f"{last}-12"},
+        )
     return date(int(match.group(1)), int(match.group(2)), 1)
 
 
@@ -138,6 +143,12 @@ class StatementView:
     def unit(self) -> str:
         return UNITS[Basis(self.basis)]
 
+    @property
+    def basis_label(self) -> str:
+        """The charge basis as people read it, in their language (e.g. "reserved
+        GPU-eq-hours")."""
+        return str(Basis(self.basis).label)
+
 
 def _final(month: date, row: Statement) -> StatementView:
     return StatementView(
@@ -179,7 +190,7 @@ def statements_for(
     if tenant_slug is not None:
         tenants = tenants.filter(slug=tenant_slug)
         if not tenants.exists():
-            raise NotFound("There is no such tenant.")
+            raise NotFound(gettext("There is no such tenant."))
     period = _period(month)
     if period is not None and period.state == PeriodState.CLOSED:
         stored = Statement.objects.visible_to(user).filter(period=period, tenant__in=tenants)
@@ -203,16 +214,16 @@ def statement_for(user: User, statement_id: str) -> StatementView:
     tenant's statements or the name is not one."""
     match = STATEMENT_ID.fullmatch(statement_id or "")
     if match is None or not _known_month(int(match.group(1)), int(match.group(2))):
-        raise NotFound("There is no such statement.")
+        raise NotFound(gettext("There is no such statement."))
     month = date(int(match.group(1)), int(match.group(2)), 1)
     tenant = tenants_seen(user).filter(slug=match.group(3)).first()
     if tenant is None:
-        raise NotFound("There is no such statement.")
+        raise NotFound(gettext("There is no such statement."))
     period = _period(month)
     if period is not None and period.state == PeriodState.CLOSED:
         stored = Statement.objects.filter(period=period, tenant=tenant).first()
         if stored is None:
-            raise NotFound("There is no such statement.")
+            raise NotFound(gettext("There is no such statement."))
         return _final(month, stored)
     priced = tenant_month_priced(tenant, month, basis=settings.PORTAL_CHARGE_BASIS)
     return _provisional(month, tenant, priced)

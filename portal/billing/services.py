@@ -11,6 +11,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from portal.accounts.models import GlobalRole, User
 from portal.billing.budgets import BudgetStatus, budget_status
@@ -47,7 +48,7 @@ from tenants.models import MemberRole, Membership, Tenant
 
 def _may_price(actor: User) -> None:
     if not (actor.is_finance or actor.is_portal_admin):
-        raise PermissionDenied("Only finance and admins set prices and close months.")
+        raise PermissionDenied(gettext("Only finance and admins set prices and close months."))
 
 
 @transaction.atomic
@@ -74,9 +75,9 @@ def rate_card_create(
     )
     if closed.exists():
         raise Conflict(
-            f"{closed.order_by('-month').first()} is closed: a new price takes effect after "
-            "the last closed month.",
-            fields={"effective_from": ["After the last closed month."]},
+            gettext("%(month)s is closed: a new price takes effect after the last closed month.")
+            % {"month": closed.order_by("-month").first()},
+            fields={"effective_from": [gettext("After the last closed month.")]},
         )
     card = RateCard(
         gpu_model=gpu_model,
@@ -116,7 +117,7 @@ def _price(field: str, value: Decimal | str) -> Decimal:
     try:
         return Decimal(str(value).strip())
     except InvalidOperation:
-        raise ValidationFailed.on(field, "Give a price like 2.50.") from None
+        raise ValidationFailed.on(field, gettext("Give a price like 2.50.")) from None
 
 
 def _optional_price(field: str, value: Decimal | str | None) -> Decimal | None:
@@ -152,14 +153,19 @@ def period_close(*, actor: User, month: date) -> Period:
     first = month.replace(day=1)
     end = month_bounds(first)[1]
     if end > timezone.now():
-        raise Conflict(f"{first:%Y-%m} has not ended yet.")
+        raise Conflict(gettext("%(month)s has not ended yet.") % {"month": f"{first:%Y-%m}"})
     behind = _metering_holds_back(end)
     if behind:
-        raise Conflict(f"Usage of {first:%Y-%m} is not complete yet: {'; '.join(behind)}.")
+        raise Conflict(
+            gettext("Usage of %(month)s is not complete yet: %(clusters)s.")
+            % {"month": f"{first:%Y-%m}", "clusters": "; ".join(behind)}
+        )
     period, _ = Period.objects.get_or_create(month=first)
     period = Period.objects.select_for_update().get(pk=period.pk)
     if period.state == PeriodState.CLOSED:
-        raise InvalidTransition(f"{first:%Y-%m} is closed already.")
+        raise InvalidTransition(
+            gettext("%(month)s is closed already.") % {"month": f"{first:%Y-%m}"}
+        )
     basis = settings.PORTAL_CHARGE_BASIS
     tenants = list(tenants_with_usage(first))
     month_prices = month_priced(tenants, first, basis=basis)
@@ -218,13 +224,13 @@ def period_reopen(*, actor: User, month: date, reason: str) -> Period:
     """Open a closed month again (admins, with a reason): its stored statements are deleted and
     it is provisional until closed again; the close and this reopening stay in the audit."""
     if not actor.is_portal_admin:
-        raise PermissionDenied("Only admins reopen a closed month.")
+        raise PermissionDenied(gettext("Only admins reopen a closed month."))
     if not reason.strip():
-        raise ValidationFailed.on("reason", "Say why the month is reopened.")
+        raise ValidationFailed.on("reason", gettext("Say why the month is reopened."))
     first = month.replace(day=1)
     period = Period.objects.select_for_update().filter(month=first).first()
     if period is None or period.state != PeriodState.CLOSED:
-        raise InvalidTransition(f"{first:%Y-%m} is not closed.")
+        raise InvalidTransition(gettext("%(month)s is not closed.") % {"month": f"{first:%Y-%m}"})
     totals = {
         statement.tenant.slug: f"{statement.total} {statement.currency}".strip()
         for statement in period.statements.select_related("tenant")
@@ -249,7 +255,7 @@ def period_reopen(*, actor: User, month: date, reason: str) -> Period:
 
 def _may_budget(actor: User) -> None:
     if not (actor.is_finance or actor.is_portal_admin):
-        raise PermissionDenied("Only finance and admins set budgets; leads read them.")
+        raise PermissionDenied(gettext("Only finance and admins set budgets; leads read them."))
 
 
 BUDGET_FIELDS = ("unit", "amount", "currency", "approval_above")
@@ -277,11 +283,13 @@ def budget_set(
         if not value.is_finite():
             raise InvalidOperation
     except InvalidOperation:
-        problems["amount"] = ["Give an amount like 1500 or 1500.50."]
+        problems["amount"] = [gettext("Give an amount like 1500 or 1500.50.")]
         value = Decimal(1)
     currency = currency.strip().upper() if unit == BudgetUnit.MONEY else ""
     if unit == BudgetUnit.MONEY and not currency:
-        problems["currency"] = ["A budget in money needs its currency (ISO 4217), e.g. EUR."]
+        problems["currency"] = [
+            gettext("A budget in money needs its currency (ISO 4217), e.g. EUR.")
+        ]
     budget = Budget.objects.select_for_update().filter(tenant=tenant).first() or Budget(
         tenant=tenant
     )
@@ -310,7 +318,7 @@ def budget_remove(*, actor: User, tenant: Tenant) -> None:
     _may_budget(actor)
     budget = Budget.objects.select_for_update().filter(tenant=tenant).first()
     if budget is None:
-        raise NotFound("This tenant has no budget.")
+        raise NotFound(gettext("This tenant has no budget."))
     audit_record(
         actor=actor,
         action="budget.remove",

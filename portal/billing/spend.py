@@ -20,6 +20,7 @@ from fractions import Fraction
 
 from django.conf import settings
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from portal.accounts.models import User
 from portal.billing.models import Basis, Period, PeriodState, Statement
@@ -75,9 +76,12 @@ def spend_range(
     last = month_of(last_text, field="to") if last_text else default_last
     first = month_of(first_text, field="from") if first_text else shift(last, 1 - CHART_MONTHS)
     if first > last:
-        raise ValidationFailed.on("to", "The last month must not be before the first.")
+        raise ValidationFailed.on("to", gettext("The last month must not be before the first."))
     if len(months_between(first, last)) > MAX_MONTHS:
-        raise ValidationFailed.on("from", f"Ask for at most {MAX_MONTHS} months at a time.")
+        raise ValidationFailed.on(
+            "from",
+            gettext("Ask for at most %(months)d months at a time.") % {"months": MAX_MONTHS},
+        )
     return first, last
 
 
@@ -170,7 +174,7 @@ def spend_for(
     if tenant_slug is not None:
         tenants = tenants.filter(slug=tenant_slug)
         if not tenants.exists():
-            raise NotFound("There is no such tenant.")
+            raise NotFound(gettext("There is no such tenant."))
     months = months_between(first, last)
     closed = {
         period.month: period
@@ -246,7 +250,7 @@ class SpendChart:
                 f"{month:%Y-%m}",
                 *(f"{self.cells[month].get(key, Decimal('0.00')):.2f}" for key, _ in self.series),
                 f"{self.total(month):.2f}",
-                "final" if self.final[month] else "provisional, approx.",
+                gettext("final") if self.final[month] else gettext("provisional, approx."),
             ]
             for month in self.months
         ]
@@ -254,7 +258,12 @@ class SpendChart:
     @property
     def labels(self) -> list[str]:
         """The table's column headers, in the order of `rows()`."""
-        return ["Month", *(label for _, label in self.series), "Total", "Status"]
+        return [
+            gettext("Month"),
+            *(label for _, label in self.series),
+            gettext("Total"),
+            gettext("Status"),
+        ]
 
     def as_data(self) -> dict[str, object]:
         """What static/js/usage-charts.js draws: stacked bars per month, one series per
@@ -295,7 +304,12 @@ def spend_charts(spend: Spend, *, top: int = TOP_TENANTS) -> list[SpendChart]:
         shown = set(ranked if len(ranked) <= top + 1 else ranked[:top])
         series = [(slug, names[slug]) for slug in ranked if slug in shown]
         if len(ranked) > len(shown):
-            series.append((OTHER, f"Other tenants ({len(ranked) - len(shown)})"))
+            series.append(
+                (
+                    OTHER,
+                    gettext("Other tenants (%(count)d)") % {"count": len(ranked) - len(shown)},
+                )
+            )
         cells: dict[date, dict[str, Decimal]] = {month: {} for month in months}
         for row in priced:
             key = row.tenant.slug if row.tenant.slug in shown else OTHER

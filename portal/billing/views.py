@@ -21,6 +21,8 @@ from django.http import Http404, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.formats import date_format
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from portal.accounts.models import User
@@ -58,7 +60,7 @@ PAGE_LINES = 500
 def _require_reader(user: User) -> None:
     """Finance, admins and leads read chargeback; for anyone else it does not exist."""
     if not sees_everything(user) and not tenants_led_by(user).exists():
-        raise Http404("No such page.")
+        raise Http404(gettext("No such page."))
 
 
 def _may_close(user: User) -> bool:
@@ -227,7 +229,15 @@ def close(request: AuthenticatedHttpRequest, period: str) -> HttpResponse:
         form = _filter_form(request.user, {"period": period})
         return _statements_page(request, form, status=error.status, close_error=error.message)
     count = closed.statements.count()
-    messages.success(request, f"{month:%Y-%m} is closed: {count} statements are final.")
+    messages.success(
+        request,
+        ngettext(
+            "%(month)s is closed: %(count)d statement is final.",
+            "%(month)s is closed: %(count)d statements are final.",
+            count,
+        )
+        % {"month": f"{month:%Y-%m}", "count": count},
+    )
     return redirect(f"{reverse('billing:statements')}?period={month:%Y-%m}")
 
 
@@ -238,7 +248,7 @@ def reopen(request: AuthenticatedHttpRequest, period: str) -> HttpResponse:
     month = _month_in_url(period)
     _require_reader(request.user)
     if not request.user.is_portal_admin:
-        raise PermissionDenied("Only admins reopen a closed month.")
+        raise PermissionDenied(gettext("Only admins reopen a closed month."))
     reopen_form = PeriodReopenForm(request.POST)
     status = 400
     if reopen_form.is_valid():
@@ -251,7 +261,9 @@ def reopen(request: AuthenticatedHttpRequest, period: str) -> HttpResponse:
             status = error.status
         else:
             messages.success(
-                request, f"{month:%Y-%m} is open again: its statements are provisional."
+                request,
+                gettext("%(month)s is open again: its statements are provisional.")
+                % {"month": f"{month:%Y-%m}"},
             )
             return redirect(f"{reverse('billing:statements')}?period={month:%Y-%m}")
     form = _filter_form(request.user, {"period": period})
@@ -339,7 +351,7 @@ def rates(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Every rate card, for everyone signed in; finance and admins add new ones here."""
     user = request.user
     if request.method == "POST" and not _may_close(user):
-        raise PermissionDenied("Only finance and admins set prices.")
+        raise PermissionDenied(gettext("Only finance and admins set prices."))
     context = {
         "rows": _rate_rows(datetime.now(UTC).date()),
         "may_price": _may_close(user),
@@ -351,8 +363,13 @@ def rates(request: AuthenticatedHttpRequest) -> HttpResponse:
     def success(card: Any) -> HttpResponse:
         messages.success(
             request,
-            f"{card.gpu_model.name}: {card.price_per_gpu_eq_hour} {card.currency} per "
-            f"GPU-eq-hour from {card.effective_from:%Y-%m-%d}.",
+            gettext("%(model)s: %(price)s %(currency)s per GPU-eq-hour from %(date)s.")
+            % {
+                "model": card.gpu_model.name,
+                "price": card.price_per_gpu_eq_hour,
+                "currency": card.currency,
+                "date": date_format(card.effective_from),
+            },
         )
         return redirect("billing:rates")
 

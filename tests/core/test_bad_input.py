@@ -45,6 +45,7 @@ WRITES: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "POST /api/v1/extensions/{id}/cancel": ("developer", lambda w: {"id": w["extension"]["pk"]}),
     "POST /api/v1/extensions/{id}/reject": ("lead", lambda w: {"id": w["extension"]["pk"]}),
     "POST /api/v1/gpu-models/": ("admin_user", lambda _: {}),
+    "PATCH /api/v1/me": ("developer", lambda _: {}),
     "PATCH /api/v1/gpu-models/{slug}/": ("admin_user", lambda w: w["gpu_model"]),
     "POST /api/v1/notebook-images/": ("admin_user", lambda _: {}),
     "PATCH /api/v1/notebook-images/{slug}/": ("admin_user", lambda w: w["notebook_image"]),

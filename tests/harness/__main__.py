@@ -4,10 +4,14 @@
    through apt when they are missing and we are root; otherwise says what to install; then the
    browser tests' npm tools (axe-core) from tests/e2e/package-lock.json.
 2. Starts throwaway PostgreSQL, Redis and Prometheus servers on free loopback ports.
-3. Runs ruff, mypy, the import contracts (lint-imports) and the whole pytest suite against them.
+3. Runs ruff, mypy, the import contracts (lint-imports), the translation check (every marked
+   string has a Simplified Chinese translation, tests/harness/catalog.py), compiles the catalogs,
+   and runs the whole pytest suite against them.
 4. Stops what it started, also when a step fails or the run is interrupted.
 
-The exit status is non-zero when any step failed.
+The exit status is non-zero when any step failed. While developing, `--no-lint` skips the lint
+steps and the translation check, `--no-i18n-check` the translation check alone; the full run
+(no flags: `make test`, CI) does every step.
 """
 
 import os
@@ -21,6 +25,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from types import FrameType
 
+from tests.harness import catalog
 from tests.harness.services import (
     PostgresServer,
     PrometheusServer,
@@ -39,6 +44,8 @@ SYSTEM_PACKAGES: dict[str, Callable[[], bool]] = {
     "chromium": lambda: Path(CHROMIUM).exists(),
     # npm brings Node.js; it installs the browser tests' npm tools (tests/e2e/package.json).
     "npm": lambda: shutil.which("npm") is not None,
+    # makemessages and compilemessages run xgettext, msgmerge and msgfmt.
+    "gettext": lambda: shutil.which("msgfmt") is not None and shutil.which("xgettext") is not None,
 }
 
 
@@ -127,6 +134,20 @@ def main(pytest_args: list[str]) -> int:
         }
         lint_only_env = {**env, "DEBUG": "true"}
         codes = []
+        i18n_check = "--no-lint" not in pytest_args and "--no-i18n-check" not in pytest_args
+        pytest_args = [arg for arg in pytest_args if arg != "--no-i18n-check"]
+        if i18n_check:
+            scratch = stack.enter_context(catalog.scratch_directory())
+            print("==> translations: makemessages into a scratch copy of the tree", flush=True)
+            try:
+                extracted = catalog.extract(Path(scratch), lint_only_env)
+            except RuntimeError as error:
+                print(f"error: {error}", file=sys.stderr, flush=True)
+                codes.append(1)
+            else:
+                env[catalog.EXTRACTED_ENV] = str(extracted)
+                codes.append(catalog.check(extracted))
+        codes.append(catalog.compile_catalogs(lint_only_env))
         if "--no-lint" in pytest_args:
             pytest_args = [arg for arg in pytest_args if arg != "--no-lint"]
         else:
@@ -144,7 +165,7 @@ def main(pytest_args: list[str]) -> int:
         failed = [code for code in codes if code != 0]
         print("==> stopping the services", flush=True)
     if failed:
-        print("error: lint or type checks failed (see above)", file=sys.stderr)
+        print("error: lint, type or translation checks failed (see above)", file=sys.stderr)
         return pytest_code or failed[0]
     return pytest_code
 
