@@ -178,3 +178,8 @@ def gpu_request_preview(
         ),
         price=price_source.get()(offering, requested, hours),
     )
+
+
+def pending_approvals_count(user: User) -> int:
+    """How many pending requests `user` may decide (the Approvals badge): one count query."""
+    return approvals_queue_for(user).count()

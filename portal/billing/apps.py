@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class BillingConfig(AppConfig):
@@ -21,7 +22,7 @@ class BillingConfig(AppConfig):
         # Finance lands on this month's statements; leads reach their tenants' from the tenant page.
         navigation.start_pages.register("finance", "billing:statements")
         navigation.nav_register(
-            "Chargeback", "billing:statements", {"finance", "admin"}, position=60
+            _("Chargeback"), "billing:statements", {"finance", "admin"}, position=60, group="money"
         )
         tenant_sections.register(
             "chargeback",

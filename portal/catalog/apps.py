@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CatalogConfig(AppConfig):
@@ -9,4 +10,4 @@ class CatalogConfig(AppConfig):
     def ready(self) -> None:
         from portal.core.navigation import nav_register
 
-        nav_register("Catalog", "catalog:overview", {"admin"}, position=90)
+        nav_register(_("Catalog"), "catalog:overview", {"admin"}, position=90, group="admin")

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ClusterConfig(AppConfig):
@@ -34,5 +35,5 @@ class ClusterConfig(AppConfig):
         # A GPU pool (catalog, below this app) must name a registered cluster.
         pool_cluster_lookup.register(cluster_registered)
         collector_register(ProvisioningCollector())
-        nav_register("Clusters", "cluster:clusters", {"admin"}, position=100)
-        nav_register("Capacity", "cluster:capacity", {"developer", "lead"}, position=120)
+        nav_register(_("Clusters"), "cluster:clusters", {"admin"}, position=100, group="admin")
+        nav_register(_("Capacity"), "cluster:capacity", {"developer", "lead"}, position=120)

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CoreConfig(AppConfig):
@@ -16,4 +17,10 @@ class CoreConfig(AppConfig):
         metrics.connect()
         # Once per `migrate` (sent for this app only), after every app's migrations.
         post_migrate.connect(grant_after_migrate, sender=self)
-        nav_register("Audit log", "audit", {"developer", "lead", "finance", "admin"}, position=140)
+        nav_register(
+            _("Audit log"),
+            "audit",
+            {"developer", "lead", "finance", "admin"},
+            position=140,
+            group="records",
+        )

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class WorkloadsConfig(AppConfig):
@@ -27,4 +28,4 @@ class WorkloadsConfig(AppConfig):
             RunKind.NOTEBOOK,
             RunKindHandler(sync=notebook_run_sync, finished=notebook_run_finished),
         )
-        nav_register("Notebooks", "workloads:list", {"developer", "lead", "admin"}, position=20)
+        nav_register(_("Notebooks"), "workloads:list", {"developer", "lead", "admin"}, position=20)
