@@ -147,7 +147,7 @@ def test_a_refused_inline_form_answers_its_fragment_with_the_error_beside_the_fi
     assert html.lstrip().startswith('<section class="card" id="members">')
     assert 'aria-invalid="true"' in html
     assert 'value="nobody-here"' in html
-    assert 'id="id_username_error"' in html
+    assert 'id="member_username_error"' in html
     assert "There is no active user with this username." in html
 
 
