@@ -30,7 +30,7 @@ def main_pages(page: Page) -> list[str]:
 
 
 def too_wide(page: Page) -> int:
-    return page.evaluate("document.documentElement.scrollWidth")
+    return int(page.evaluate("document.documentElement.scrollWidth"))
 
 
 # The innermost elements reaching past the viewport's right edge: what to fix on a wide page.
