@@ -121,16 +121,36 @@ def test_a_404_page_in_chinese(client_for, developer) -> None:
     assert '<html lang="zh-hans">' in response.content.decode()
 
 
-def test_an_htmx_error_goes_to_the_page_error_region(client_for, lead, a100_tenant) -> None:
-    response = client_for(lead).post(
-        reverse("tenants:member-remove", args=[a100_tenant.slug, "nobody"]),
-        headers={"HX-Request": "true", "Referer": "http://testserver/tenants/vision/"},
+def test_an_htmx_error_goes_to_the_page_error_region(client_for, admin_user, tenant_a) -> None:
+    # Reactivating an active tenant is an invalid transition (409), raised by the service.
+    response = client_for(admin_user).post(
+        reverse("tenants:state", args=[tenant_a.slug]),
+        {"action": "reactivate"},
+        headers={"HX-Request": "true"},
     )
 
-    assert response.status_code in {400, 404, 409}
-    if response.status_code != 404:
-        assert response["HX-Retarget"] == "#page-errors"
-        assert "<html" not in response.content.decode()
+    assert response.status_code == 409
+    assert response["HX-Retarget"] == "#page-errors"
+    assert response["HX-Reswap"] == "innerHTML"
+    html = response.content.decode()
+    assert "<html" not in html
+    assert 'role="alert"' in html
+
+
+def test_the_same_error_without_htmx_is_a_page_with_a_way_back(
+    client_for, admin_user, tenant_a
+) -> None:
+    response = client_for(admin_user).post(
+        reverse("tenants:state", args=[tenant_a.slug]),
+        {"action": "reactivate"},
+        headers={"Referer": "http://testserver/tenants/vision/"},
+    )
+
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert 'data-testid="error-page"' in html
+    assert 'href="http://testserver/tenants/vision/" data-testid="error-back"' in html
+    assert 'data-testid="error-start"' in html
 
 
 def test_a_refused_inline_form_answers_its_fragment_with_the_error_beside_the_field(
