@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class TenantsConfig(AppConfig):
@@ -18,7 +19,11 @@ class TenantsConfig(AppConfig):
         navigation.persona_resolver.register(persona_of)
         tenants_home_register()
         members = {"developer", "lead", "admin"}
-        navigation.nav_register("My workspace", "tenants:mine", members, position=10)
-        navigation.nav_register("Team", "tenants:team", {"lead"}, position=50)
-        navigation.nav_register("Tenants", "tenants:manage", {"admin"}, position=70)
-        navigation.nav_register("Quota requests", "tenants:quota-queue", {"admin"}, position=80)
+        navigation.nav_register(_("My workspace"), "tenants:mine", members, position=10)
+        navigation.nav_register(_("Team"), "tenants:team", {"lead"}, position=50, group="team")
+        navigation.nav_register(
+            _("Tenants"), "tenants:manage", {"admin"}, position=70, group="admin"
+        )
+        navigation.nav_register(
+            _("Quota requests"), "tenants:quota-queue", {"admin"}, position=80, group="admin"
+        )

@@ -43,6 +43,9 @@ from tenants.selectors import (
 )
 
 TENANTS_PER_PAGE = 25
+# The tenant page holds three inline forms; their own id prefixes keep ids (and the labels and
+# error descriptions that point at them) unique on the page.
+QUOTA_IDS, MEMBER_IDS, QUOTA_REQUEST_IDS = "quota_%s", "member_%s", "quota_request_%s"
 
 
 def _require_admin(request: AuthenticatedHttpRequest) -> None:
@@ -146,9 +149,9 @@ def _detail_context(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[s
         "quota_requests": quota_requests_for(tenant)[:20]
         if allows(user, tenant, Access.READ_QUOTA_REQUESTS, role=role)
         else [],
-        "quota_form": QuotaForm(),
-        "member_form": MemberForm(),
-        "quota_request_form": QuotaRequestForm(),
+        "quota_form": QuotaForm(auto_id=QUOTA_IDS),
+        "member_form": MemberForm(auto_id=MEMBER_IDS),
+        "quota_request_form": QuotaRequestForm(auto_id=QUOTA_REQUEST_IDS),
         **tenant_sections_context(tenant),
     }
 
@@ -176,6 +179,8 @@ def _form_failed(
     *,
     status: int = 400,
 ) -> HttpResponse:
+    """The refused form with what was typed and each error beside its field: htmx swaps the
+    fragment in place (it swaps 400, 409 and 422 answers, base.html); without htmx, the page."""
     context = {**_detail_context(request, tenant), form_name: form}
     template = f"tenants/detail.html#{fragment}" if request.htmx else "tenants/detail.html"
     return render(request, template, context, status=status)
@@ -185,7 +190,7 @@ def _form_failed(
 @require_POST
 def quota_set(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     tenant = tenant_for(request.user, slug, Access.ADMIN)
-    form = QuotaForm(request.POST)
+    form = QuotaForm(request.POST, auto_id=QUOTA_IDS)
     status = 400
     if form.is_valid():
         try:
@@ -209,7 +214,7 @@ def quota_set(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def member_add(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     tenant = tenant_for(request.user, slug, Access.LEAD)
-    form = MemberForm(request.POST)
+    form = MemberForm(request.POST, auto_id=MEMBER_IDS)
     if form.is_valid():
         user = form.cleaned_data["username"]
         services.membership_set(
@@ -233,16 +238,20 @@ def member_remove(request: AuthenticatedHttpRequest, slug: str, username: str) -
 @require_POST
 def quota_request_create(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     tenant = tenant_for(request.user, slug, Access.ASK_QUOTA)
-    form = QuotaRequestForm(request.POST)
+    form = QuotaRequestForm(request.POST, auto_id=QUOTA_REQUEST_IDS)
+    status = 400
     if form.is_valid():
         try:
             services.quota_request_create(actor=request.user, tenant=tenant, **form.cleaned_data)
         except ValidationFailed as error:
             form_add_error(form, error)
+            status = error.status
         else:
             messages.success(request, "Your quota request was sent to the admins.")
             return _after_write(request, tenant, "quota-requests")
-    return _form_failed(request, tenant, "quota-requests", "quota_request_form", form)
+    return _form_failed(
+        request, tenant, "quota-requests", "quota_request_form", form, status=status
+    )
 
 
 @login_required

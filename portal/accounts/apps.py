@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AccountsConfig(AppConfig):
@@ -9,4 +10,4 @@ class AccountsConfig(AppConfig):
     def ready(self) -> None:
         from portal.core.navigation import nav_register
 
-        nav_register("Identity", "accounts:identity", {"admin"}, position=110)
+        nav_register(_("Identity"), "accounts:identity", {"admin"}, position=110, group="admin")

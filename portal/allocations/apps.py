@@ -12,6 +12,7 @@ class AllocationsConfig(AppConfig):
         from portal.allocations.ledger import allocations_holding as holding_reader
         from portal.allocations.ledger import gpu_eq_held_by
         from portal.allocations.receivers import allocations_follow_tenant_state
+        from portal.allocations.selectors import pending_approvals_count
         from portal.core.navigation import nav_register
         from tenants.selectors import allocations_held, allocations_holding
         from tenants.signals import tenant_state_changed
@@ -24,6 +25,19 @@ class AllocationsConfig(AppConfig):
         tenant_state_changed.connect(allocations_follow_tenant_state, dispatch_uid="allocations")
         # The labels are translated where the navigation renders them (core.navigation).
         everyone_who_requests = {"developer", "lead", "admin"}
-        nav_register("My requests", "allocations:mine", everyone_who_requests, position=30)
-        nav_register("Approvals", "allocations:approvals", {"lead", "admin"}, position=40)
-        nav_register("All requests", "allocations:all", {"finance", "admin"}, position=130)
+        nav_register(_("My requests"), "allocations:mine", everyone_who_requests, position=30)
+        nav_register(
+            _("Approvals"),
+            "allocations:approvals",
+            {"lead", "admin"},
+            position=40,
+            group="team",
+            count=pending_approvals_count,
+        )
+        nav_register(
+            _("All requests"),
+            "allocations:all",
+            {"finance", "admin"},
+            position=130,
+            group="records",
+        )

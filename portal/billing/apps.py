@@ -1,13 +1,11 @@
-from typing import cast
-
 from django.apps import AppConfig
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 
 class BillingConfig(AppConfig):
     name = "portal.billing"
     label = "billing"
-    verbose_name = gettext_lazy("Billing")
+    verbose_name = _("Billing")
 
     def ready(self) -> None:
         from portal.allocations.decisions import budget_source
@@ -25,10 +23,7 @@ class BillingConfig(AppConfig):
         billing_home_register()
         # A lazy label: translated when the navigation is drawn, in the reader's language.
         navigation.nav_register(
-            cast("str", gettext_lazy("Chargeback")),
-            "billing:statements",
-            {"finance", "admin"},
-            position=60,
+            _("Chargeback"), "billing:statements", {"finance", "admin"}, position=60, group="money"
         )
         tenant_sections.register(
             "chargeback",

@@ -10,4 +10,4 @@ class CatalogConfig(AppConfig):
     def ready(self) -> None:
         from portal.core.navigation import nav_register
 
-        nav_register("Catalog", "catalog:overview", {"admin"}, position=90)
+        nav_register(_("Catalog"), "catalog:overview", {"admin"}, position=90, group="admin")

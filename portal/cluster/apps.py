@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_lazy as _
 
 
 class ClusterConfig(AppConfig):
@@ -46,7 +46,5 @@ class ClusterConfig(AppConfig):
         pool_cluster_lookup.register(cluster_registered)
         collector_register(ProvisioningCollector())
         cluster_home_register()
-        nav_register(gettext_noop("Clusters"), "cluster:clusters", {"admin"}, position=100)
-        nav_register(
-            gettext_noop("Capacity"), "cluster:capacity", {"developer", "lead"}, position=120
-        )
+        nav_register(_("Clusters"), "cluster:clusters", {"admin"}, position=100, group="admin")
+        nav_register(_("Capacity"), "cluster:capacity", {"developer", "lead"}, position=120)

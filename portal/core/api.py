@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
+from django.utils.translation import gettext as _
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -25,7 +26,7 @@ def choice_param(request: Request, name: str, choices: Iterable[str]) -> str | N
     if not value:
         return None
     if value not in set(choices):
-        raise ValidationFailed.on(name, f"Unknown {name}.")
+        raise ValidationFailed.on(name, _("Unknown %(name)s.") % {"name": name})
     return value
 
 
@@ -69,7 +70,9 @@ def _envelope(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, exceptions.ValidationError):
         fields = _field_messages(exc.detail)
         names = ", ".join(name for name in fields if name != "non_field_errors")
-        message = f"Invalid input: {names}." if names else "Invalid input."
+        message = (
+            _("Invalid input: %(names)s.") % {"names": names} if names else _("Invalid input.")
+        )
         return error_response(
             status_code=status.HTTP_400_BAD_REQUEST, code="invalid", message=message, fields=fields
         )

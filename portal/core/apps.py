@@ -1,5 +1,3 @@
-from typing import cast
-
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
@@ -22,7 +20,11 @@ class CoreConfig(AppConfig):
         # Every persona starts on its home, whose panels the apps register (portal.core.home).
         for persona in navigation.PERSONAS:
             navigation.start_pages.register(persona, "home")
-        # The label is lazy: it is translated when the navigation is rendered.
-        home = cast("str", _("Home"))
-        nav_register(home, "home", set(navigation.PERSONAS), position=0)
-        nav_register("Audit log", "audit", {"developer", "lead", "finance", "admin"}, position=140)
+        nav_register(_("Home"), "home", set(navigation.PERSONAS), position=0)
+        nav_register(
+            _("Audit log"),
+            "audit",
+            {"developer", "lead", "finance", "admin"},
+            position=140,
+            group="records",
+        )

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -74,7 +75,7 @@ class AuditEventList(ListAPIView[AuditEvent]):
 
     def _csv(self, request: Request) -> StreamingHttpResponse:
         if not request.user.is_portal_admin:  # type: ignore[union-attr]
-            raise PermissionDenied("Only admins export the audit log.")
+            raise PermissionDenied(_("Only admins export the audit log."))
         events = self.filter_queryset(self.get_queryset())[:CSV_LIMIT]
         rows = (_csv_row(event) for event in events.iterator(chunk_size=2000))
         return csv_download(CSV_COLUMNS, rows, filename="audit-events.csv")

@@ -3,6 +3,8 @@ HTTP statuses for the API and to form errors for pages."""
 
 from typing import ClassVar
 
+from django.utils.translation import gettext as _
+
 
 class ApplicationError(Exception):
     """An expected failure of a service call, with a message meant for the user."""
@@ -25,12 +27,16 @@ class ValidationFailed(ApplicationError):
     @classmethod
     def on(cls, field: str, message: str) -> "ValidationFailed":
         """One bad field: the message on the field, and prefixed with its name overall."""
-        return cls(f"{field}: {message}", fields={field: [message]})
+        return cls(f"{field}: {message}", fields={field: [message]})  # the field's name is code
 
     @classmethod
     def of(cls, what: str, problems: dict[str, list[str]]) -> "ValidationFailed":
         """Several bad fields of one object (`what`, e.g. "tenant"), each with its messages."""
-        return cls(f"The {what} is not valid: {', '.join(sorted(problems))}.", fields=problems)
+        message = _("The %(what)s is not valid: %(fields)s.") % {
+            "what": what,
+            "fields": ", ".join(sorted(problems)),
+        }
+        return cls(message, fields=problems)
 
 
 class NotFound(ApplicationError):

@@ -23,6 +23,7 @@ from typing import Any
 
 import xlsxwriter
 from django.http import FileResponse, StreamingHttpResponse
+from django.utils.translation import gettext as _
 
 from portal.core.errors import Conflict
 
@@ -109,7 +110,8 @@ def xlsx_download(
             workbook.close()
             output.close()
             raise Conflict(
-                f"More than {max_rows - 1:,} rows do not fit one spreadsheet: download the CSV."
+                _("More than %(rows)s rows do not fit one spreadsheet: download the CSV.")
+                % {"rows": f"{max_rows - 1:,}"}
             )
         for column, value in enumerate(row):
             _write(worksheet, row_number, column, value, formats.get(column))

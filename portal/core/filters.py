@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django_filters import BooleanFilter, CharFilter, DateTimeFilter, FilterSet
 from django_filters.filterset import BaseFilterSet
@@ -60,7 +61,9 @@ def filter_or_raise(filterset: BaseFilterSet) -> QuerySet[Any]:
         fields = {
             name: [str(error) for error in errors] for name, errors in filterset.errors.items()
         }
-        raise ValidationFailed(f"Invalid filter: {', '.join(fields)}.", fields=fields)
+        raise ValidationFailed(
+            gettext("Invalid filter: %(names)s.") % {"names": ", ".join(fields)}, fields=fields
+        )
     return filterset.qs
 
 

@@ -42,12 +42,13 @@ def idempotent(request: Request, endpoint: str, write: Callable[[], Response]) -
         return write()
     if len(key) > 255:
         raise ValidationFailed(
-            f"{KEY_HEADER} is too long.", fields={KEY_HEADER: ["At most 255 characters."]}
+            _("%(header)s is too long.") % {"header": KEY_HEADER},
+            fields={KEY_HEADER: [_("At most 255 characters.")]},
         )
     if control_characters_problem(key):
         raise ValidationFailed(
-            f"{KEY_HEADER} holds control characters.",
-            fields={KEY_HEADER: ["Control characters are not allowed here."]},
+            _("%(header)s holds control characters.") % {"header": KEY_HEADER},
+            fields={KEY_HEADER: [_("Control characters are not allowed here.")]},
         )
     body = request.data
     if not isinstance(body, Mapping):
@@ -74,8 +75,9 @@ def idempotent(request: Request, endpoint: str, write: Callable[[], Response]) -
         if not created:
             if record.endpoint != endpoint or record.body_hash != body_hash:
                 raise Conflict(
-                    f"This {KEY_HEADER} was used for another request; use a new key.",
-                    fields={KEY_HEADER: ["Used with another body or endpoint."]},
+                    _("This %(header)s was used for another request; use a new key.")
+                    % {"header": KEY_HEADER},
+                    fields={KEY_HEADER: [_("Used with another body or endpoint.")]},
                 )
             replay = Response(record.response, status=record.status_code)
             replay["Idempotent-Replayed"] = "true"

@@ -1,14 +1,19 @@
 """The main navigation and each persona's start page, declared by the apps that own the pages.
 
 Each app registers its entries in its `AppConfig.ready()`; the tenants app, which knows who leads
-what, registers how a user's persona is found and the start page of each persona.
+what, registers how a user's persona is found and the start page of each persona. An entry may
+carry a count (e.g. pending approvals) that the navigation shows beside its label: the app that
+owns the entry registers the function that counts, one bounded query per counted entry.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from django.urls import reverse
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
 
 from portal.core.registry import Registry, Slot
 
@@ -16,17 +21,36 @@ if TYPE_CHECKING:
     from portal.accounts.models import User
 
 PERSONAS = ("developer", "lead", "finance", "admin")
+PERSONA_LABELS: dict[str, Promise] = {
+    "developer": _("developer"),
+    "lead": _("lead"),
+    "finance": _("finance"),
+    "admin": _("admin"),
+}
+
+# The navigation's groups, in the order shown. Generic words: every app files its entries in one.
+GROUPS: dict[str, Promise] = {
+    "work": _("Work"),
+    "team": _("Team"),
+    "money": _("Money"),
+    "admin": _("Admin"),
+    "records": _("Records"),
+}
+
+type Counter = Callable[["User"], int]
 
 
 @dataclass(frozen=True)
 class NavEntry:
-    """A link in the main navigation for some personas; `position` orders entries across apps.
-    The pages still check access themselves."""
+    """A link in the main navigation for some personas; `position` orders entries across apps
+    within their group. The pages still check access themselves."""
 
-    label: str
+    label: str | Promise
     url_name: str
     personas: frozenset[str]
     position: int
+    group: str = "work"
+    count: Counter | None = field(default=None, compare=False)
 
 
 entries: Registry[str, NavEntry] = Registry("navigation entry")
@@ -36,11 +60,25 @@ persona_resolver: Slot[Callable[["User"], str]] = Slot(
 )
 
 
-def nav_register(label: str, url_name: str, personas: set[str], *, position: int) -> None:
+def nav_register(
+    label: str | Promise,
+    url_name: str,
+    personas: set[str],
+    *,
+    position: int,
+    group: str = "work",
+    count: Counter | None = None,
+) -> None:
+    """Add a navigation entry. `count(user)`, if given, is shown beside the label when above
+    zero (one bounded query: it runs on every full page for the personas that see the entry)."""
     unknown = personas - set(PERSONAS)
     if unknown:
         raise ValueError(f"Unknown personas for {url_name}: {sorted(unknown)}")
-    entries.register(url_name, NavEntry(label, url_name, frozenset(personas), position))
+    if group not in GROUPS:
+        raise ValueError(f"Unknown navigation group for {url_name}: {group!r}")
+    entries.register(
+        url_name, NavEntry(label, url_name, frozenset(personas), position, group, count)
+    )
 
 
 def persona_of(user: "User") -> str:
@@ -49,11 +87,73 @@ def persona_of(user: "User") -> str:
 
 
 def navigation_for(persona: str) -> list[NavEntry]:
+    """The persona's entries, group by group (in GROUPS order), by position within a group."""
+    order = list(GROUPS)
     return sorted(
         (entry for entry in entries.values() if persona in entry.personas),
-        key=lambda entry: entry.position,
+        key=lambda entry: (order.index(entry.group), entry.position),
     )
 
 
 def start_url_for(user: "User") -> str:
     return reverse(start_pages.get(persona_of(user)))
+
+
+@dataclass(frozen=True)
+class NavLink:
+    label: str | Promise
+    url: str
+    current: bool
+    count: int
+
+
+@dataclass(frozen=True)
+class NavGroup:
+    key: str
+    label: str | Promise
+    links: list[NavLink]
+
+    @property
+    def current(self) -> bool:
+        return any(link.current for link in self.links)
+
+    @property
+    def count(self) -> int:
+        return sum(link.count for link in self.links)
+
+
+# Above this many entries the wide navigation shows each group as a menu, so it fits one line.
+FLAT_LIMIT = 8
+
+
+class Navigation:
+    """What the page header shows for one signed-in user, worked out only when a template reads
+    it: htmx fragments never pay for the persona or the counts."""
+
+    def __init__(self, user: "User", path: str) -> None:
+        self.user = user
+        self.path = path
+
+    @cached_property
+    def persona(self) -> str:
+        return persona_of(self.user)
+
+    @property
+    def persona_label(self) -> str | Promise:
+        return PERSONA_LABELS.get(self.persona, self.persona)
+
+    @cached_property
+    def groups(self) -> list[NavGroup]:
+        grouped: dict[str, list[NavLink]] = {}
+        for entry in navigation_for(self.persona):
+            url = reverse(entry.url_name)
+            count = entry.count(self.user) if entry.count is not None else 0
+            grouped.setdefault(entry.group, []).append(
+                NavLink(entry.label, url, self.path == url, count)
+            )
+        return [NavGroup(key, GROUPS[key], links) for key, links in grouped.items()]
+
+    @cached_property
+    def menus(self) -> bool:
+        """Whether the wide navigation shows its groups as menus (too many links for a line)."""
+        return sum(len(group.links) for group in self.groups) > FLAT_LIMIT

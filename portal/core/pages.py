@@ -11,6 +11,8 @@ from django import forms
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template import loader
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext_lazy as _
 
 from portal.core.errors import ApplicationError, Conflict, NotFound, ValidationFailed
 from portal.core.http import PortalHttpRequest
@@ -55,10 +57,37 @@ def form_initial(instance: Any, form_class: type[forms.Form]) -> dict[str, Any]:
     return {name: getattr(instance, name) for name in form_class.base_fields}
 
 
-def error_page(request: HttpRequest, *, status: int, title: str, message: str) -> HttpResponse:
-    body = loader.get_template("errors/error.html").render(
-        {"status": status, "title": title, "message": message}, request
+def _back_url(request: HttpRequest) -> str | None:
+    """The page the person came from, when it is one of ours and not this one."""
+    referer = request.META.get("HTTP_REFERER", "")
+    if not referer or referer == request.build_absolute_uri():
+        return None
+    safe = url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     )
+    return referer if safe else None
+
+
+def error_page(
+    request: HttpRequest, *, status: int, title: Any, message: Any, **context: Any
+) -> HttpResponse:
+    """The portal's page for an error a person meets: the layout, the status, what went wrong
+    and a way back. htmx gets only the message, put into the page's error region (#page-errors)
+    instead of the element the request targets."""
+    context = {
+        "status": status,
+        "title": title,
+        "message": message,
+        "back_url": _back_url(request),
+        **context,
+    }
+    if getattr(request, "htmx", False):
+        body = loader.get_template("errors/error.html#error-message").render(context, request)
+        response = HttpResponse(body, status=status)
+        response["HX-Retarget"] = "#page-errors"
+        response["HX-Reswap"] = "innerHTML"
+        return response
+    body = loader.get_template("errors/error.html").render(context, request)
     return HttpResponse(body, status=status)
 
 
@@ -83,7 +112,13 @@ def polled_page(
     return response
 
 
-_TITLES = {400: "Bad request", 403: "Not allowed", 409: "Conflict", 422: "Refused by policy"}
+_TITLES = {
+    400: _("Bad request"),
+    403: _("Not allowed"),
+    409: _("Conflict"),
+    422: _("Refused by policy"),
+    429: _("Too many requests"),
+}
 
 
 class ApplicationErrorMiddleware:
@@ -102,7 +137,7 @@ class ApplicationErrorMiddleware:
             return error_page(
                 request,
                 status=exception.status,
-                title=_TITLES.get(exception.status, "Error"),
+                title=_TITLES.get(exception.status, _("Error")),
                 message=exception.message,
             )
         return None

@@ -74,7 +74,10 @@ def home(request: AuthenticatedHttpRequest) -> HttpResponse:
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if not is_api_request(request):
         return error_page(
-            request, status=400, title="Bad request", message="The request could not be understood."
+            request,
+            status=400,
+            title=_("Bad request"),
+            message=_("The request could not be understood."),
         )
     if isinstance(exception, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0
@@ -99,7 +102,9 @@ def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
         return envelope_json(
             status=403, code="permission_denied", message=_("You may not do this here.")
         )
-    return error_page(request, status=403, title="Not allowed", message="You may not do this here.")
+    return error_page(
+        request, status=403, title=_("Not allowed"), message=_("You may not do this here.")
+    )
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -112,8 +117,8 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     return error_page(
         request,
         status=404,
-        title="Not found",
-        message="There is nothing here, or nothing you have access to.",
+        title=_("Not found"),
+        message=_("There is nothing here, or nothing you have access to."),
     )
 
 
@@ -131,7 +136,9 @@ def server_error(request: HttpRequest) -> HttpResponse:
             % {"request_id": request_id},
         )
     # Rendered without the request context: the failure may be in a context processor.
-    body = loader.get_template("errors/500.html").render({})
+    body = loader.get_template("errors/500.html").render(
+        {"request_id": getattr(request, "request_id", "")}
+    )
     return HttpResponse(body, status=500)
 
 

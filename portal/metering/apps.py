@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class MeteringConfig(AppConfig):
@@ -23,5 +24,5 @@ class MeteringConfig(AppConfig):
             "usage", TenantSection("metering/tenant_link.html#usage-link", lambda _tenant: {})
         )
         # Admins reach their own usage from *Usage*; their navigation is long enough.
-        nav_register("My usage", "metering:mine", {"developer", "lead"}, position=35)
-        nav_register("Usage", "metering:all", {"finance", "admin"}, position=65)
+        nav_register(_("My usage"), "metering:mine", {"developer", "lead"}, position=35)
+        nav_register(_("Usage"), "metering:all", {"finance", "admin"}, position=65, group="money")

@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_lazy as _
 
 
 class WorkloadsConfig(AppConfig):
@@ -30,6 +30,4 @@ class WorkloadsConfig(AppConfig):
             RunKindHandler(sync=notebook_run_sync, finished=notebook_run_finished),
         )
         workloads_home_register()
-        nav_register(
-            gettext_noop("Notebooks"), "workloads:list", {"developer", "lead", "admin"}, position=20
-        )
+        nav_register(_("Notebooks"), "workloads:list", {"developer", "lead", "admin"}, position=20)

@@ -20,10 +20,10 @@ PAGES = [
 ]
 FORM_PAGES = PAGES[1:]
 
-# The most queries the overview may run, however big the catalog: session, user, GPU models,
-# sharing backends, offerings (with model and backend), pools (with model and backend), notebook
-# images.
-OVERVIEW_QUERIES = 7
+# The most queries the overview may run, however big the catalog: session, user, the navigation's
+# pending approvals, GPU models, sharing backends, offerings (with model and backend), pools (with
+# model and backend), notebook images.
+OVERVIEW_QUERIES = 8
 
 
 @pytest.fixture

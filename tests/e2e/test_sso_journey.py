@@ -70,7 +70,9 @@ def test_an_admin_reads_the_mapping_and_what_it_gave_each_user(
     page.get_by_role("link", name="Sign in with Keycloak").click()
     page.get_by_label("Subject").fill("ada-sub")
     page.get_by_role("button", name="Authorize").click()
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Identity").click()
+    main_navigation = page.get_by_role("navigation", name="Main")
+    main_navigation.get_by_text("Admin", exact=True).click()  # the admin's group menu
+    main_navigation.get_by_role("link", name="Identity").click()
 
     expect(page.get_by_test_id("mapping")).to_contain_text("/gpu-portal/tenants/vision/leads")
     row = page.get_by_test_id("user-ada")

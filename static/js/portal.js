@@ -1,0 +1,78 @@
+// The site shell's small behaviours, loaded with `defer` on every page (no inline script: CSP).
+// - After a refused form (htmx swapped a 400/409/422 answer in place, or a full page came back
+//   with errors), focus moves to the first field in error, or to the form's error message.
+// - The navigation's group menus (<details>) close when another opens, on Escape and on a click
+//   elsewhere; without this script they still open and close.
+(function () {
+  "use strict";
+
+  function focusFirstError(root) {
+    var target = root.querySelector('[aria-invalid="true"]') ||
+      root.querySelector(".form-error[role=alert], .field-error, #page-errors [role=alert]");
+    if (!target) {
+      return false;
+    }
+    if (!target.matches("input, select, textarea, button, a[href]")) {
+      target.setAttribute("tabindex", "-1");
+    }
+    target.focus();
+    return true;
+  }
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var xhr = event.detail && event.detail.xhr;
+    if (!xhr || xhr.status < 400) {
+      return;
+    }
+    var elt = event.detail.elt;
+    var root = elt && elt.isConnected ? elt : document;
+    if (!focusFirstError(root) && root !== document) {
+      focusFirstError(document);
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (document.querySelector("main [aria-invalid=\"true\"], main .form-error[role=alert]")) {
+      focusFirstError(document.querySelector("main"));
+    }
+  });
+
+  function menus() {
+    return document.querySelectorAll("details.nav-dropdown[open], details.nav-menu[open]");
+  }
+
+  document.addEventListener("toggle", function (event) {
+    var opened = event.target;
+    if (!(opened instanceof HTMLDetailsElement) || !opened.open) {
+      return;
+    }
+    if (!opened.matches("details.nav-dropdown, details.nav-menu")) {
+      return;
+    }
+    menus().forEach(function (other) {
+      if (other !== opened && !other.contains(opened)) {
+        other.open = false;
+      }
+    });
+  }, true);
+
+  document.addEventListener("click", function (event) {
+    menus().forEach(function (menu) {
+      if (!menu.contains(event.target)) {
+        menu.open = false;
+      }
+    });
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") {
+      return;
+    }
+    menus().forEach(function (menu) {
+      if (menu.contains(document.activeElement)) {
+        menu.querySelector("summary").focus();
+      }
+      menu.open = false;
+    });
+  });
+})();
