@@ -75,4 +75,24 @@
       menu.open = false;
     });
   });
+
+  // A table that scrolls sideways (on a phone) takes keyboard focus, so that it can be scrolled
+  // without a mouse (WCAG 2.1.1; axe's scrollable-region-focusable). Only the tables this
+  // script made focusable are made unfocusable again when they fit.
+  function scrollingTablesFocusable() {
+    document.querySelectorAll("main table, main .table-scroll").forEach(function (region) {
+      if (region.scrollWidth > region.clientWidth) {
+        if (!region.hasAttribute("tabindex")) {
+          region.setAttribute("tabindex", "0");
+          region.setAttribute("data-scroll-focus", "");
+        }
+      } else if (region.hasAttribute("data-scroll-focus")) {
+        region.removeAttribute("tabindex");
+        region.removeAttribute("data-scroll-focus");
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", scrollingTablesFocusable);
+  document.addEventListener("htmx:afterSettle", scrollingTablesFocusable);
+  window.addEventListener("resize", scrollingTablesFocusable);
 })();
