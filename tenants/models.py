@@ -2,6 +2,8 @@ from fractions import Fraction
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 # Re-exported: memberships hold the role, which the accounts app defines with the global ones.
 from portal.accounts.models import MemberRole as MemberRole  # noqa: PLC0414
@@ -11,9 +13,9 @@ from portal.core.visibility import VisibleQuerySet
 
 
 class TenantState(models.TextChoices):
-    ACTIVE = "active", "active"
-    SUSPENDED = "suspended", "suspended"
-    ARCHIVED = "archived", "archived"
+    ACTIVE = "active", pgettext_lazy("tenant state", "active")
+    SUSPENDED = "suspended", _("suspended")
+    ARCHIVED = "archived", _("archived")
 
 
 class Tenant(models.Model):
@@ -105,9 +107,9 @@ class Quota(models.Model):
 
 
 class QuotaRequestState(models.TextChoices):
-    PENDING = "pending", "pending"
-    APPROVED = "approved", "approved"
-    REJECTED = "rejected", "rejected"
+    PENDING = "pending", _("pending")
+    APPROVED = "approved", _("approved")
+    REJECTED = "rejected", _("rejected")
 
 
 class QuotaRequest(models.Model):

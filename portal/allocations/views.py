@@ -9,6 +9,8 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from portal.allocations import services
@@ -23,7 +25,8 @@ from portal.allocations.selectors import (
     with_costs,
 )
 from portal.catalog.models import Offering
-from portal.core.errors import ApplicationError, ValidationFailed
+from portal.core.confirm import Question, confirm_page, confirmed, safe_next
+from portal.core.errors import ApplicationError, InvalidTransition, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, polled_page
 from tenants.access import Access, tenant_for, tenants_led_by, tenants_where
@@ -129,6 +132,40 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     return polled_page(request, "allocations/mine.html", "requests-table", context, moving=waiting)
 
 
+# The transitions that end an allocation at once ask first (portal.core.confirm).
+_ENDS = {"release": RequestState.RELEASED, "revoke": RequestState.REVOKED}
+
+
+def end_question(gpu_request: GpuRequest, action: str, cancel_url: str) -> Question:
+    """What to ask before `action` (release or revoke) ends the allocation `gpu_request`."""
+    what = {
+        "pk": gpu_request.pk,
+        "gpus": f"{gpu_request.count} \N{MULTIPLICATION SIGN} {gpu_request.offering.name}",
+        "tenant": gpu_request.tenant.slug,
+    }
+    if action == "release":
+        return Question(
+            title=_("Release allocation %(pk)s?") % what,
+            message=_(
+                "%(gpus)s in %(tenant)s goes back to the tenant's quota now, and "
+                "the notebooks on it are stopped. To use GPUs again, request them again."
+            )
+            % what,
+            submit_label=_("Release allocation"),
+            cancel_url=cancel_url,
+        )
+    return Question(
+        title=_("Revoke allocation %(pk)s?") % what,
+        message=_(
+            "%(gpus)s in %(tenant)s is taken from %(requester)s now, and the "
+            "notebooks on it are stopped. This cannot be undone."
+        )
+        % {**what, "requester": gpu_request.requester.username},
+        submit_label=_("Revoke allocation"),
+        cancel_url=cancel_url,
+    )
+
+
 @login_required
 @require_POST
 def transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
@@ -136,6 +173,18 @@ def transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpR
     if action not in services.TRANSITIONS:
         raise Http404
     gpu_request = gpu_request_for(request.user, pk)
+    back = safe_next(request, reverse("allocations:mine"))
+    if action in _ENDS:
+        if gpu_request.state == _ENDS[action]:
+            # A second click or a reload: it happened once, nothing more to do.
+            messages.info(
+                request,
+                _("Request %(pk)s is %(state)s already.")
+                % {"pk": gpu_request.pk, "state": gpu_request.get_state_display()},
+            )
+            return redirect(back)
+        if not confirmed(request):
+            return confirm_page(request, end_question(gpu_request, action, back))
     hours = 0
     if action == "extend":
         form = ExtendForm(request.POST)
@@ -144,18 +193,22 @@ def transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpR
         hours = form.cleaned_data["hours"]
     decision = DecisionForm(request.POST)
     decision.is_valid()
-    done = services.gpu_request_transition(
-        actor=request.user,
-        gpu_request=gpu_request,
-        action=action,
-        comment=decision.cleaned_data.get("comment", ""),
-        hours=hours,
-    )
+    try:
+        done = services.gpu_request_transition(
+            actor=request.user,
+            gpu_request=gpu_request,
+            action=action,
+            comment=decision.cleaned_data.get("comment", ""),
+            hours=hours,
+        )
+    except InvalidTransition:
+        # A second confirmed submission that raced the first: it ended once.
+        gpu_request.refresh_from_db()
+        if _ENDS.get(action) != gpu_request.state:
+            raise
+        done = gpu_request
     messages.success(request, f"Request {done.pk} is {done.state}.")
-    back = request.POST.get("next", "")
-    return redirect(
-        back if back.startswith("/") and not back.startswith("//") else "allocations:mine"
-    )
+    return redirect(back)
 
 
 def _require_approver(request: AuthenticatedHttpRequest) -> QuerySet[GpuRequest]:
