@@ -6,9 +6,14 @@
 
   document.addEventListener("htmx:load", function (event) {
     var element = event.detail.elt;
-    if (element instanceof HTMLDialogElement && element.hasAttribute("data-confirm-dialog") && !element.open) {
-      element.showModal();
+    if (!(element instanceof HTMLDialogElement) || !element.hasAttribute("data-confirm-dialog")) {
+      return;
     }
+    if (document.querySelector("dialog[data-confirm-dialog][open]")) {
+      element.remove(); // a second click while one is asking: one question at a time
+      return;
+    }
+    element.showModal();
   });
 
   document.addEventListener("click", function (event) {
