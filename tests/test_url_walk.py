@@ -169,7 +169,7 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "metering:tenant": ("get", "tenant", (302, 404, 200, 404, 200, 200)),
     "metering:all": ("get", "", (302, 404, 404, 404, 200, 200)),
     "metering:idle-remind": ("post", "tenant_allocation", (302, 404, 302, 404, 403, 302)),
-    "metering:idle-release": ("post", "tenant_allocation", (302, 404, 302, 404, 403, 302)),
+    "metering:idle-release": ("post", "tenant_allocation", (302, 404, 200, 404, 403, 200)),
     # Chargeback: finance and admins see every statement, leads their tenants'. The walk's month
     # is the running one: closing it is a conflict; reopening needs an admin and a reason.
     "billing:statements": ("get", "", (302, 404, 200, 404, 200, 200)),
@@ -182,7 +182,7 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     # (the walk's form is empty: 400). Reading comes before removing.
     "api:tenant-budget": ("get", "tenant", (401, 404, 200, 404, 200, 200)),
     "billing:budget-set": ("post", "tenant", (302, 404, 403, 404, 400, 400)),
-    "billing:budget-remove": ("post", "tenant", (302, 404, 403, 404, 302, 302)),
+    "billing:budget-remove": ("post", "tenant", (302, 404, 403, 404, 200, 200)),
 }
 
 # Django's own admin has its own sign-in and staff check.
