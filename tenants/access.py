@@ -13,6 +13,8 @@ from collections.abc import Callable
 from enum import Enum
 
 from django.db.models import Model, Q, QuerySet
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.core.errors import PermissionDenied
@@ -31,28 +33,28 @@ class Access(Enum):
 
 
 # Who may do what in a tenant they can see, and what they are told when they may not.
-RULES: dict[Access, tuple[Callable[[User, MemberRole | None], bool], str]] = {
+RULES: dict[Access, tuple[Callable[[User, MemberRole | None], bool], str | Promise]] = {
     Access.VIEW: (
         lambda user, role: user.sees_all_tenants or role is not None,
-        "You may not see this tenant.",
+        _("You may not see this tenant."),
     ),
     Access.REQUEST: (
         lambda user, role: user.is_portal_admin or role is not None,
-        "Only the tenant's members request GPUs in it.",
+        _("Only the tenant's members request GPUs in it."),
     ),
     Access.LEAD: (
         lambda user, role: user.is_portal_admin or role == MemberRole.LEAD,
-        "Only the tenant's leads and admins may do this.",
+        _("Only the tenant's leads and admins may do this."),
     ),
     Access.READ_QUOTA_REQUESTS: (
         lambda user, role: user.sees_all_tenants or role == MemberRole.LEAD,
-        "Only the tenant's leads, finance and admins see its quota requests.",
+        _("Only the tenant's leads, finance and admins see its quota requests."),
     ),
     Access.ASK_QUOTA: (
         lambda _user, role: role == MemberRole.LEAD,
-        "Leads ask for more quota; admins set it on the tenant page.",
+        _("Leads ask for more quota; admins set it on the tenant page."),
     ),
-    Access.ADMIN: (lambda user, _role: user.is_portal_admin, "Only admins may do this."),
+    Access.ADMIN: (lambda user, _role: user.is_portal_admin, _("Only admins may do this.")),
 }
 
 
@@ -63,7 +65,7 @@ def role_in(user: User, tenant: Tenant) -> MemberRole | None:
 
 def allows(user: User, tenant: Tenant, access: Access, *, role: MemberRole | None = None) -> bool:
     """Whether `user`, with `role` in `tenant` (which they can see), may do `access` there."""
-    rule, _ = RULES[access]
+    rule, _message = RULES[access]
     return rule(user, role)
 
 
@@ -77,7 +79,7 @@ def sees_everything(user: User) -> bool:
 
 def allowed_everywhere(user: User, access: Access = Access.VIEW) -> bool:
     """Whether `user` may do `access` in every tenant, member or not (a global role)."""
-    rule, _ = RULES[access]
+    rule, _message = RULES[access]
     return rule(user, None)
 
 
@@ -124,7 +126,7 @@ def tenant_for(user: User, slug: str, access: Access = Access.VIEW) -> Tenant:
     """
     tenant = get_visible_or_404(Tenant, user, slug=slug)
     if access is not Access.VIEW and not allows(user, tenant, access, role=role_in(user, tenant)):
-        raise PermissionDenied(RULES[access][1])
+        raise PermissionDenied(str(RULES[access][1]))
     return tenant
 
 

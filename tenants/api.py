@@ -7,6 +7,7 @@ caller may not act on answers 403. Every write is one service call.
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import GenericAPIView
@@ -62,7 +63,7 @@ class TenantList(ListModelMixin, GenericAPIView[Tenant]):
     def post(self, request: Request) -> Response:
         user = api_user(request)
         if not user.is_portal_admin:
-            raise PermissionDenied("Only admins create tenants.")
+            raise PermissionDenied(_("Only admins create tenants."))
         serializer = TenantCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         tenant = services.tenant_create(actor=user, **serializer.validated_data)

@@ -1,5 +1,6 @@
 from typing import Any
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -82,7 +83,9 @@ class TenantPatchSerializer(TenantPolicySerializer):
         models = GpuModel.objects.in_bulk(list(value), field_name="slug")
         unknown = sorted(set(value) - set(models))
         if unknown:
-            raise serializers.ValidationError(f"Unknown GPU models: {', '.join(unknown)}.")
+            raise serializers.ValidationError(
+                _("Unknown GPU models: %(models)s.") % {"models": ", ".join(unknown)}
+            )
         return {models[slug]: amount for slug, amount in value.items()}
 
 

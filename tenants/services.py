@@ -48,10 +48,14 @@ def _gpu_eq_field(field: str, value: GpuEqInput, *, positive: bool = False) -> F
     try:
         amount = gpu_eq_parse(value)
     except GpuEqError as error:
-        raise ValidationFailed(f"{field}: {error}.", fields={field: [str(error)]}) from None
+        raise ValidationFailed(
+            _("%(field)s: %(error)s.") % {"field": field, "error": error},
+            fields={field: [str(error)]},
+        ) from None
     if positive and amount <= 0:
         raise ValidationFailed(
-            f"{field}: must be more than 0.", fields={field: ["Must be more than 0."]}
+            _("%(field)s: must be more than 0.") % {"field": field},
+            fields={field: [_("Must be more than 0.")]},
         )
     return amount
 
@@ -75,7 +79,7 @@ _CLEAN = {"validate_unique": False, "validate_constraints": False}
 def _tenant_check(instance: Tenant) -> None:
     if instance.default_duration_hours > instance.max_duration_hours:
         raise ValidationFailed.on(
-            "default_duration_hours", "Must not be longer than the maximum duration."
+            "default_duration_hours", _("Must not be longer than the maximum duration.")
         )
 
 
@@ -96,17 +100,23 @@ def tenant_create(
     """
     unknown = set(policy) - set(TENANT_FIELDS)
     if unknown:
-        raise ValidationFailed(f"Unknown fields: {', '.join(sorted(unknown))}.")
+        raise ValidationFailed(
+            _("Unknown fields: %(fields)s.") % {"fields": ", ".join(sorted(unknown))}
+        )
     tenant = Tenant(slug=slug, name=name, cost_centre=cost_centre)
     _apply(tenant, policy)
     _full_clean(tenant, "tenant")
+    taken = Conflict(
+        _("A tenant %(slug)s exists already.") % {"slug": repr(slug)},
+        fields={"slug": [_("Taken.")]},
+    )
     if Tenant.objects.filter(slug=slug).exists():
-        raise Conflict(f"A tenant {slug!r} exists already.", fields={"slug": ["Taken."]})
+        raise taken
     try:
         with transaction.atomic():
             tenant.save()
     except IntegrityError:
-        raise Conflict(f"A tenant {slug!r} exists already.", fields={"slug": ["Taken."]}) from None
+        raise taken from None
     audit_record(
         actor=actor,
         action="tenant.create",
@@ -146,15 +156,26 @@ _STATE_ACTIONS = {
 }
 
 
+def state_after(action: str) -> str | None:
+    """The state a tenant is in after `action` (None for an unknown action)."""
+    return _STATE_ACTIONS[action][1] if action in _STATE_ACTIONS else None
+
+
 @transaction.atomic
 def tenant_change_state(*, actor: User, tenant: Tenant, action: str, comment: str = "") -> Tenant:
     """Suspend, reactivate or archive a tenant. Raises InvalidTransition from the wrong state."""
     if action not in _STATE_ACTIONS:
-        raise ValidationFailed(f"Unknown action {action!r}.", fields={"action": ["Unknown."]})
+        raise ValidationFailed(
+            _("Unknown action %(action)s.") % {"action": repr(action)},
+            fields={"action": [_("Unknown.")]},
+        )
     allowed_from, target = _STATE_ACTIONS[action]
     tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
     if tenant.state not in allowed_from:
-        raise InvalidTransition(f"Tenant {tenant.slug} is {tenant.state}; it cannot {action}.")
+        raise InvalidTransition(
+            _("Tenant %(slug)s is %(state)s; it cannot %(action)s.")
+            % {"slug": tenant.slug, "state": tenant.get_state_display(), "action": action}
+        )
     before = tenant.state
     tenant.state = target
     tenant.save(update_fields=["state", "updated_at"])
@@ -195,8 +216,11 @@ def _refuse_unless_from_provider(tenant: Tenant, from_identity_provider: bool) -
             for role in (MemberRole.LEAD, MemberRole.DEVELOPER)
         )
         raise Conflict(
-            "Memberships come from the identity provider: add the person to or remove them "
-            f"from {leads} or {developers} there; it applies at their next sign-in."
+            _(
+                "Memberships come from the identity provider: add the person to or remove them "
+                "from %(leads)s or %(developers)s there; it applies at their next sign-in."
+            )
+            % {"leads": leads, "developers": developers}
         )
 
 
@@ -215,7 +239,10 @@ def membership_set(
     """
     _refuse_unless_from_provider(tenant, from_identity_provider)
     if role not in MemberRole.values:
-        raise ValidationFailed(f"Unknown role {role!r}.", fields={"role": ["Unknown role."]})
+        raise ValidationFailed(
+            _("Unknown role %(role)s.") % {"role": repr(role)},
+            fields={"role": [_("Unknown role.")]},
+        )
     membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
     if membership is None:
         membership = Membership.objects.create(tenant=tenant, user=user, role=role)
@@ -256,7 +283,10 @@ def membership_remove(
         .first()
     )
     if membership is None:
-        raise NotFound(f"{username} is not a member of {tenant.slug}.")
+        raise NotFound(
+            _("%(username)s is not a member of %(slug)s.")
+            % {"username": username, "slug": tenant.slug}
+        )
     audit_record(
         actor=actor,
         action="membership.remove",
@@ -343,7 +373,7 @@ def quota_request_create(
     value = _gpu_eq_field("amount", amount, positive=True)
     if not reason.strip():
         raise ValidationFailed(
-            "reason: say why the team needs it.", fields={"reason": ["Required."]}
+            _("reason: say why the team needs it."), fields={"reason": [_("Required.")]}
         )
     quota_request = QuotaRequest(
         tenant=tenant, gpu_model=gpu_model, reason=reason.strip(), requested_by=actor
@@ -366,7 +396,10 @@ def _decide(
 ) -> QuotaRequest:
     locked = QuotaRequest.objects.select_for_update().get(pk=quota_request.pk)
     if locked.state != QuotaRequestState.PENDING:
-        raise InvalidTransition(f"Quota request {locked.pk} is {locked.state}, not pending.")
+        raise InvalidTransition(
+            _("Quota request %(pk)s is %(state)s, not pending.")
+            % {"pk": locked.pk, "state": locked.get_state_display()}
+        )
     locked.state = state
     locked.decided_by = actor
     locked.decided_at = timezone.now()
@@ -446,7 +479,8 @@ def tenant_apply_changes(
     if state is not None and state != tenant.state:
         if state not in _STATE_TO_ACTION:
             raise ValidationFailed(
-                f"state: unknown state {state!r}.", fields={"state": ["Unknown."]}
+                _("state: unknown state %(state)s.") % {"state": repr(state)},
+                fields={"state": [_("Unknown.")]},
             )
         tenant = tenant_change_state(
             actor=actor, tenant=tenant, action=_STATE_TO_ACTION[TenantState(state)]

@@ -10,11 +10,13 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from portal.accounts.groups import tenant_group
 from portal.accounts.models import MemberRole
-from portal.core.errors import QuotaExceeded, ValidationFailed
+from portal.core.confirm import Question, confirm_page, confirmed
+from portal.core.errors import InvalidTransition, QuotaExceeded, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
 from portal.core.visibility import get_visible_or_404
@@ -111,14 +113,14 @@ def tenant_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = TenantCreateForm(request.POST if request.method == "POST" else None)
 
     def created(tenant: Tenant) -> HttpResponse:
-        messages.success(request, f"Tenant {tenant.slug} was created.")
+        messages.success(request, _("Tenant %(slug)s was created.") % {"slug": tenant.slug})
         return redirect("tenants:detail", slug=tenant.slug)
 
     return form_page(
         request,
         form=form,
         template="core/form.html",
-        context={"title": "New tenant", "submit_label": "Create tenant"},
+        context={"title": _("New tenant"), "submit_label": _("Create tenant")},
         save=lambda data: services.tenant_create(actor=request.user, **data),
         success=created,
     )
@@ -205,7 +207,10 @@ def quota_set(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
             form_add_error(form, error)
             status = error.status
         else:
-            messages.success(request, f"Quota for {form.cleaned_data['gpu_model']} is set.")
+            messages.success(
+                request,
+                _("Quota for %(model)s is set.") % {"model": form.cleaned_data["gpu_model"]},
+            )
             return _after_write(request, tenant, "quotas")
     return _form_failed(request, tenant, "quotas", "quota_form", form, status=status)
 
@@ -220,7 +225,11 @@ def member_add(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         services.membership_set(
             actor=request.user, tenant=tenant, user=user, role=form.cleaned_data["role"]
         )
-        messages.success(request, f"{user.username} is a {form.cleaned_data['role']} now.")
+        messages.success(
+            request,
+            _("%(username)s is a %(role)s now.")
+            % {"username": user.username, "role": MemberRole(form.cleaned_data["role"]).label},
+        )
         return _after_write(request, tenant, "members")
     return _form_failed(request, tenant, "members", "member_form", form)
 
@@ -228,9 +237,32 @@ def member_add(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def member_remove(request: AuthenticatedHttpRequest, slug: str, username: str) -> HttpResponse:
+    """Remove a member, once confirmed; removing one who is gone already changes nothing."""
     tenant = tenant_for(request.user, slug, Access.LEAD)
+    if not tenant.memberships.filter(user__username=username).exists():
+        messages.info(
+            request,
+            _("%(username)s is not a member of %(slug)s.")
+            % {"username": username, "slug": tenant.slug},
+        )
+        return redirect("tenants:detail", slug=tenant.slug)
+    if not confirmed(request):
+        question = Question(
+            title=_("Remove %(username)s from %(tenant)s?")
+            % {"username": username, "tenant": tenant.name},
+            message=_(
+                "They lose access to the tenant at once: its GPUs, notebooks and namespace. "
+                "A lead can add them again later."
+            ),
+            submit_label=_("Remove member"),
+            cancel_url=reverse("tenants:detail", args=[tenant.slug]),
+        )
+        return confirm_page(request, question)
     services.membership_remove(actor=request.user, tenant=tenant, username=username)
-    messages.success(request, f"{username} was removed from {tenant.slug}.")
+    messages.success(
+        request,
+        _("%(username)s was removed from %(slug)s.") % {"username": username, "slug": tenant.slug},
+    )
     return _after_write(request, tenant, "members")
 
 
@@ -247,7 +279,7 @@ def quota_request_create(request: AuthenticatedHttpRequest, slug: str) -> HttpRe
             form_add_error(form, error)
             status = error.status
         else:
-            messages.success(request, "Your quota request was sent to the admins.")
+            messages.success(request, _("Your quota request was sent to the admins."))
             return _after_write(request, tenant, "quota-requests")
     return _form_failed(
         request, tenant, "quota-requests", "quota_request_form", form, status=status
@@ -261,7 +293,9 @@ def quota_request_decide(request: AuthenticatedHttpRequest, slug: str, pk: int) 
     quota_request = get_visible_or_404(QuotaRequest, request.user, pk=pk, tenant=tenant)
     form = DecisionForm(request.POST)
     if not form.is_valid():
-        raise ValidationFailed("Choose approve or reject.", fields={"decision": ["Required."]})
+        raise ValidationFailed(
+            _("Choose approve or reject."), fields={"decision": [_("Required.")]}
+        )
     decide = (
         services.quota_request_approve
         if form.cleaned_data["decision"] == "approve"
@@ -270,7 +304,11 @@ def quota_request_decide(request: AuthenticatedHttpRequest, slug: str, pk: int) 
     decided = decide(
         actor=request.user, quota_request=quota_request, comment=form.cleaned_data["comment"]
     )
-    messages.success(request, f"Quota request {decided.pk} is {decided.state}.")
+    messages.success(
+        request,
+        _("Quota request %(pk)s is %(state)s.")
+        % {"pk": decided.pk, "state": decided.get_state_display()},
+    )
     if request.POST.get("next") == "queue":
         return redirect("tenants:quota-queue")
     return _after_write(request, tenant, "quota-requests")
@@ -291,8 +329,8 @@ def tenant_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     initial["auto_approve_gpu_eq"] = str(tenant.auto_approve_gpu_eq)
     form = TenantPolicyForm(request.POST if request.method == "POST" else None, initial=initial)
 
-    def updated(_: Tenant) -> HttpResponse:
-        messages.success(request, f"Tenant {tenant.slug} was updated.")
+    def updated(_tenant: Tenant) -> HttpResponse:
+        messages.success(request, _("Tenant %(slug)s was updated.") % {"slug": tenant.slug})
         return redirect("tenants:detail", slug=tenant.slug)
 
     return form_page(
@@ -300,7 +338,7 @@ def tenant_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         form=form,
         template="core/form.html",
         context={
-            "title": f"Edit {tenant.name}",
+            "title": _("Edit %(name)s") % {"name": tenant.name},
             "cancel_url": reverse("tenants:detail", args=[tenant.slug]),
         },
         save=lambda data: services.tenant_update(actor=request.user, tenant=tenant, **data),
@@ -308,18 +346,80 @@ def tenant_edit(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     )
 
 
+def _state_question(tenant: Tenant, action: str) -> Question:
+    cancel_url = reverse("tenants:detail", args=[tenant.slug])
+    name = tenant.name
+    if action == "suspend":
+        return Question(
+            title=_("Suspend tenant %(name)s?") % {"name": name},
+            message=_(
+                "Its allocations are revoked, its pending requests rejected and its notebooks "
+                "stopped, and its team cannot request GPUs. Reactivating it later restores "
+                "none of them."
+            ),
+            submit_label=_("Suspend tenant"),
+            cancel_url=cancel_url,
+            comment_label=_("Why (for the audit log)"),
+        )
+    if action == "reactivate":
+        return Question(
+            title=_("Reactivate tenant %(name)s?") % {"name": name},
+            message=_("Its team can request GPUs and launch notebooks again."),
+            submit_label=_("Reactivate tenant"),
+            cancel_url=cancel_url,
+            danger=False,
+            comment_label=_("Why (for the audit log)"),
+        )
+    return Question(
+        title=_("Archive tenant %(name)s?") % {"name": name},
+        message=_(
+            "Archiving ends the tenant: its namespace is deleted in every cluster, with every "
+            "notebook, volume and object in it. This cannot be undone."
+        ),
+        submit_label=_("Archive and delete its namespaces"),
+        cancel_url=cancel_url,
+        typed=tenant.slug,
+        comment_label=_("Why (for the audit log)"),
+    )
+
+
 @login_required
 @require_POST
 def tenant_state(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """Suspend, reactivate or archive, once confirmed (archive: by typing the slug). Asked
+    again after it happened (a second click, a reload), it says so and changes nothing."""
     tenant = tenant_for(request.user, slug, Access.ADMIN)
     form = StateForm(request.POST)
     if not form.is_valid():
-        raise ValidationFailed("Choose an action.", fields={"action": ["Required."]})
-    data = dict(form.cleaned_data)
-    if data["action"] == "archive" and data.pop("confirm").strip() != tenant.slug:
-        # Archiving deletes the namespaces and everything in them: confirm first.
-        return render(request, "tenants/archive_confirm.html", {"tenant": tenant, "form": form})
-    data.pop("confirm", None)
-    services.tenant_change_state(actor=request.user, tenant=tenant, **data)
-    messages.success(request, f"Tenant {tenant.slug}: {data['action']} done.")
+        raise ValidationFailed(_("Choose an action."), fields={"action": [_("Required.")]})
+    action = form.cleaned_data["action"]
+    if tenant.state != services.state_after(action):
+        typed = tenant.slug if action == "archive" else ""
+        if not confirmed(request, typed=typed):
+            return confirm_page(request, _state_question(tenant, action))
+        try:
+            services.tenant_change_state(
+                actor=request.user,
+                tenant=tenant,
+                action=action,
+                comment=form.cleaned_data["comment"],
+            )
+        except InvalidTransition:
+            tenant.refresh_from_db()
+            if tenant.state != services.state_after(action):
+                raise
+            # A second submission that raced the first: it happened once, say so below.
+        else:
+            tenant.refresh_from_db()
+            messages.success(
+                request,
+                _("Tenant %(slug)s is %(state)s.")
+                % {"slug": tenant.slug, "state": tenant.get_state_display()},
+            )
+            return redirect("tenants:detail", slug=tenant.slug)
+    messages.info(
+        request,
+        _("Tenant %(slug)s is %(state)s already.")
+        % {"slug": tenant.slug, "state": tenant.get_state_display()},
+    )
     return redirect("tenants:detail", slug=tenant.slug)

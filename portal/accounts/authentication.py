@@ -3,6 +3,7 @@
 Kept apart from views and serializers: DRF imports this while it loads its own settings.
 """
 
+from django.utils.translation import gettext as _
 from rest_framework.authentication import (
     BaseAuthentication,
     SessionAuthentication,
@@ -51,17 +52,17 @@ class PortalBearerAuthentication(BaseAuthentication):
         if parts is None:
             return None  # no header, or another scheme: not ours to judge
         if len(parts) != 2:
-            raise AuthenticationFailed("Malformed Authorization header: send `Bearer <token>`.")
+            raise AuthenticationFailed(_("Malformed Authorization header: send `Bearer <token>`."))
         try:
             text = parts[1].decode("ascii")
         except UnicodeDecodeError:
-            raise AuthenticationFailed("Unknown or invalid token.") from None
+            raise AuthenticationFailed(_("Unknown or invalid token.")) from None
         if is_api_token(text):
             token = api_token_authenticate(text)
             return token.user, token
         user = sso_token_user(token=text)
         if not user.is_active:
-            raise AuthenticationFailed("User inactive or deleted.")
+            raise AuthenticationFailed(_("User inactive or deleted."))
         return user, None
 
     def authenticate_header(self, request: Request) -> str:

@@ -1,4 +1,6 @@
 from django import forms
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from portal.accounts.tokens import NAME_MAX_LENGTH
 from portal.core.forms import BoundedForm
@@ -9,12 +11,16 @@ class ApiTokenForm(BoundedForm):
 
     name = forms.CharField(
         max_length=NAME_MAX_LENGTH,
-        help_text="What will use it, e.g. “CI pipeline” or “laptop CLI”.",
+        label=_("Name"),
+        help_text=_("What will use it, e.g. “CI pipeline” or “laptop CLI”."),
     )
-    expires_in_days = forms.TypedChoiceField(label="Expires in", coerce=int)
+    expires_in_days = forms.TypedChoiceField(label=_("Expires in"), coerce=int)
 
     def __init__(self, *args: object, choices: list[int], default: int, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["expires_in_days"]
-        field.choices = [(days, f"{days} days") for days in choices]  # type: ignore[attr-defined]
+        field.choices = [  # type: ignore[attr-defined]
+            (days, ngettext("%(days)s day", "%(days)s days", days) % {"days": days})
+            for days in choices
+        ]
         field.initial = default if default in choices else choices[-1]

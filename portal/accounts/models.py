@@ -5,7 +5,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, pgettext_lazy
 
 
 @cache
@@ -27,16 +27,16 @@ def validate_time_zone(value: str) -> None:
 class GlobalRole(models.TextChoices):
     """Roles that span every tenant. Tenant roles live on memberships."""
 
-    NONE = "", "none"
-    FINANCE = "finance", "finance"
-    ADMIN = "admin", "admin"
+    NONE = "", pgettext_lazy("global role", "none")
+    FINANCE = "finance", pgettext_lazy("global role", "finance")
+    ADMIN = "admin", pgettext_lazy("global role", "admin")
 
 
 class MemberRole(models.TextChoices):
     """A user's role in one tenant; held on the tenants app's memberships."""
 
-    DEVELOPER = "developer", "developer"
-    LEAD = "lead", "lead"
+    DEVELOPER = "developer", pgettext_lazy("tenant role", "developer")
+    LEAD = "lead", pgettext_lazy("tenant role", "lead")
 
 
 class User(AbstractUser):

@@ -18,6 +18,7 @@ from authlib.integrations.base_client import OAuthError
 from authlib.integrations.django_client import DjangoOAuth2App, OAuth
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseRedirect
+from django.utils.translation import gettext as _
 from joserfc import jwt
 from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
@@ -90,7 +91,11 @@ def _provider() -> tuple[DjangoOAuth2App, dict[str, Any], _Config]:
                 if "issuer" not in previous:
                     app.server_metadata = previous
                     raise ProviderUnavailable(
-                        f"The identity provider's discovery document could not be read ({error})."
+                        _(
+                            "The identity provider's discovery document could not be read "
+                            "(%(error)s)."
+                        )
+                        % {"error": error}
                     ) from error
                 logger.warning("keeping the provider's cached discovery document: %s", error)
                 retry_at = time.time() - METADATA_MAX_AGE_SECONDS + KEYS_REFETCH_SECONDS
@@ -100,8 +105,8 @@ def _provider() -> tuple[DjangoOAuth2App, dict[str, Any], _Config]:
         metadata["id_token_signing_alg_values_supported"] = list(settings.OIDC_SIGNING_ALGORITHMS)
     if metadata.get("issuer") != config.issuer:
         raise SignInRefused(
-            f"The provider's discovery document names the issuer {metadata.get('issuer')!r}, "
-            f"not {config.issuer!r}."
+            _("The provider's discovery document names the issuer %(named)s, not %(issuer)s.")
+            % {"named": repr(metadata.get("issuer")), "issuer": repr(config.issuer)}
         )
     return app, metadata, config
 
@@ -109,7 +114,7 @@ def _provider() -> tuple[DjangoOAuth2App, dict[str, Any], _Config]:
 def authorization_redirect(request: HttpRequest, *, redirect_uri: str) -> HttpResponseRedirect:
     """Send the browser to the provider's sign-in page (state, nonce and PKCE verifier in the
     session)."""
-    app, _, _ = _provider()
+    app, _metadata, _config = _provider()
     return app.authorize_redirect(request, redirect_uri=redirect_uri)  # type: ignore[no-any-return]
 
 
@@ -129,20 +134,25 @@ def callback_claims(request: HttpRequest) -> tuple[dict[str, Any], str]:
     except OAuthError as error:
         if error.error == "mismatching_state":
             raise SignInRefused(
-                "The sign-in answer does not match a sign-in started here (state mismatch). "
-                "Start again."
+                _(
+                    "The sign-in answer does not match a sign-in started here (state mismatch). "
+                    "Start again."
+                )
             ) from error
         raise SignInRefused(
-            f"The identity provider refused the sign-in: {error.description or error.error}."
+            _("The identity provider refused the sign-in: %(reason)s.")
+            % {"reason": error.description or error.error}
         ) from error
     except JoseError as error:
-        raise SignInRefused(f"The ID token failed its checks: {_jose_reason(error)}.") from error
+        raise SignInRefused(
+            _("The ID token failed its checks: %(reason)s.") % {"reason": _jose_reason(error)}
+        ) from error
     except requests.RequestException as error:
         raise ProviderUnavailable(
-            f"The identity provider could not be reached ({error})."
+            _("The identity provider could not be reached (%(error)s).") % {"error": error}
         ) from error
     if not token.get("userinfo") or not token.get("id_token"):
-        raise SignInRefused("The provider answered without an ID token.")
+        raise SignInRefused(_("The provider answered without an ID token."))
     claims = dict(token["userinfo"])
     if metadata.get("userinfo_endpoint") and token.get("access_token"):
         try:
@@ -174,15 +184,15 @@ def logout_url(*, id_token: str, post_logout_redirect_uri: str) -> str | None:
 def _jose_reason(error: JoseError) -> str:
     claim = getattr(error, "claim", None)
     if error.error == "expired_token":
-        return "it has expired"
+        return _("it has expired")
     if claim == "aud":
-        return "it was issued for another client (audience)"
+        return _("it was issued for another client (audience)")
     if claim == "nonce":
-        return "its nonce does not match this sign-in"
+        return _("its nonce does not match this sign-in")
     if claim == "iss":
-        return "it was issued by another provider"
+        return _("it was issued by another provider")
     if claim:
-        return f"the {claim!r} claim is invalid or missing"
+        return _("the %(claim)s claim is invalid or missing") % {"claim": repr(claim)}
     return error.description or error.error
 
 
@@ -206,9 +216,9 @@ def access_token_claims(token: str) -> dict[str, Any]:
     provider's (cached) keys, issuer, audience OIDC_API_AUDIENCE, expiry, issued to a client in
     OIDC_API_CLIENTS, and not an ID token. Raises AuthenticationFailed."""
     if not settings.SSO_ENABLED:
-        raise AuthenticationFailed("Unknown or invalid token.")
+        raise AuthenticationFailed(_("Unknown or invalid token."))
     try:
-        app, _, config = _provider()
+        app, _metadata, config = _provider()
     except SignInRefused as error:
         raise AuthenticationFailed(error.reason) from error
     registry = JWSRegistry(algorithms=list(settings.OIDC_SIGNING_ALGORITHMS))
@@ -225,22 +235,29 @@ def access_token_claims(token: str) -> dict[str, Any]:
             sub={"essential": True},
         ).validate(decoded.claims)
     except (JoseError, ValueError) as error:
-        reason = _jose_reason(error) if isinstance(error, JoseError) else "it is not a JWT"
-        raise AuthenticationFailed(f"The access token was refused: {reason}.") from error
+        reason = _jose_reason(error) if isinstance(error, JoseError) else _("it is not a JWT")
+        raise AuthenticationFailed(
+            _("The access token was refused: %(reason)s.") % {"reason": reason}
+        ) from error
     except requests.RequestException as error:
         raise AuthenticationFailed(
-            "The identity provider's keys could not be read; try again."
+            _("The identity provider's keys could not be read; try again.")
         ) from error
     claims = decoded.claims
     # An ID token (it went to the browser, and out again as a logout hint) is not an access
     # token: Keycloak marks them `typ: ID`, and only ID tokens carry a nonce.
     if claims.get("typ") == "ID" or "nonce" in claims or decoded.header.get("typ") == "id+jwt":
-        raise AuthenticationFailed("The token was refused: it is an ID token, not an access token.")
+        raise AuthenticationFailed(
+            _("The token was refused: it is an ID token, not an access token.")
+        )
     client = claims.get("azp") or claims.get("client_id")
     if client not in settings.OIDC_API_CLIENTS:
         raise AuthenticationFailed(
-            f"The access token was refused: it was issued to the client {client!r}, which may "
-            "not call the API (OIDC_API_CLIENTS)."
+            _(
+                "The access token was refused: it was issued to the client %(client)s, which may "
+                "not call the API (OIDC_API_CLIENTS)."
+            )
+            % {"client": repr(client)}
         )
     return claims
 

@@ -2,6 +2,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 
 from portal.accounts.groups import tenant_group
 from portal.accounts.models import MemberRole, User
@@ -62,7 +63,7 @@ def sign_in_mapping_for(user: User) -> SignInMapping:
 
 def _admins_only(user: User) -> None:
     if not user.is_portal_admin:
-        raise NotFound("There is no such page.")
+        raise NotFound(_("There is no such page."))
 
 
 def users_for_identity(user: User) -> QuerySet[User]:

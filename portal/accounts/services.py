@@ -1,6 +1,7 @@
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.db import models, transaction
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import GlobalRole, User
 from portal.core.audit import audit_record
@@ -25,7 +26,10 @@ def user_create(
     Raises Conflict when the username is taken.
     """
     if User.objects.filter(username=username).exists():
-        raise Conflict(f"A user named {username!r} exists already.", fields={"username": ["taken"]})
+        raise Conflict(
+            _("A user named %(username)s exists already.") % {"username": repr(username)},
+            fields={"username": [_("taken")]},
+        )
     user = User(
         username=username,
         email=email,

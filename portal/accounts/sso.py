@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponseRedirect
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import AuthenticationFailed
 
 from portal.accounts import oidc
@@ -88,7 +89,8 @@ def claims_mapping(claims: Mapping[str, Any]) -> ClaimMapping:
     username = _claim(claims, settings.OIDC_USERNAME_CLAIM)
     if not isinstance(username, str) or not username.strip():
         raise SignInRefused(
-            f"The identity provider sent no {settings.OIDC_USERNAME_CLAIM!r} claim to name you by."
+            _("The identity provider sent no %(claim)s claim to name you by.")
+            % {"claim": repr(settings.OIDC_USERNAME_CLAIM)}
         )
     groups_sent = _sent(claims, settings.OIDC_GROUPS_CLAIM)
     roles_sent = _sent(claims, settings.OIDC_ROLES_CLAIM)
@@ -150,8 +152,11 @@ def _user_for(mapping: ClaimMapping) -> User:
     # provider cannot take it over by naming it.
     if existing.has_usable_password() or SsoProfile.objects.filter(user=existing).exists():
         raise SignInRefused(
-            f"The username {mapping.username!r} belongs to another account here. "
-            "Ask an administrator to sort it out."
+            _(
+                "The username %(username)s belongs to another account here. "
+                "Ask an administrator to sort it out."
+            )
+            % {"username": repr(mapping.username)}
         )
     return existing
 
@@ -186,10 +191,10 @@ def sso_sign_in(*, claims: Mapping[str, Any], absent_means_unknown: bool = False
 def _sign_in(claims: Mapping[str, Any], *, absent_means_unknown: bool) -> SignInOutcome:
     mapping = claims_mapping(claims)
     if not mapping.subject:
-        raise SignInRefused("The identity provider sent no subject ('sub') claim.")
+        raise SignInRefused(_("The identity provider sent no subject ('sub') claim."))
     user = _user_for(mapping)
     if not user.is_active:
-        raise SignInRefused("This account is disabled here. Ask an administrator.")
+        raise SignInRefused(_("This account is disabled here. Ask an administrator."))
     changes: dict[str, list[Any]] = {}
     profile_fields = {
         "email": mapping.email,
@@ -240,7 +245,7 @@ def sso_token_user(*, token: str) -> User:
     profile = SsoProfile.objects.select_related("user").filter(subject=claims["sub"]).first()
     if profile is not None:
         if not profile.user.is_active:
-            raise AuthenticationFailed("This account is disabled.")
+            raise AuthenticationFailed(_("This account is disabled."))
         groups = _sent(claims, settings.OIDC_GROUPS_CLAIM)
         roles = _sent(claims, settings.OIDC_ROLES_CLAIM)
         if groups in (None, profile.groups) and roles in (None, profile.roles):
@@ -252,7 +257,7 @@ def sso_token_user(*, token: str) -> User:
     except SignInRefused as error:
         raise AuthenticationFailed(error.reason) from error
     if not outcome.has_access:
-        raise AuthenticationFailed("The token's claims give no role in the portal.")
+        raise AuthenticationFailed(_("The token's claims give no role in the portal."))
     return outcome.user
 
 

@@ -1,6 +1,7 @@
 """The API tokens page: each signed-in user's own personal tokens, a form that issues one and
 shows it once, and revoking. Writes go through accounts.tokens."""
 
+from contextlib import suppress
 from typing import Any
 
 from django.contrib import messages
@@ -8,6 +9,8 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 
 from portal.accounts.forms import ApiTokenForm
@@ -20,6 +23,8 @@ from portal.accounts.tokens import (
     api_token_revoke,
     api_tokens_of,
 )
+from portal.core.confirm import Question, confirm_page, confirmed
+from portal.core.errors import InvalidTransition
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_page
 
@@ -66,14 +71,29 @@ def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @login_required
 def token_revoke(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    """GET asks for confirmation (the path without JavaScript; htmx asks with hx-confirm and
-    posts straight away); POST revokes. Someone else's token is 404."""
+    """Asks first (portal.core.confirm: a page, or a dialog for htmx), then revokes on the POST
+    that carries the confirmation. Someone else's token is 404; a token revoked already is
+    left as it is, saying so."""
     token = api_token_for(request.user, pk)
-    if request.method != "POST":
-        context = _context(request, confirm=token, form=_form(request, bound=False))
-        return render(request, TEMPLATE, context)
-    api_token_revoke(actor=request.user, token=token)
-    notice = f"API token “{token.name}” was revoked; it no longer works on the API."
+    notice = _("API token “%(name)s” was revoked already.") % {"name": token.name}
+    if token.revoked_at is None:
+        if not confirmed(request):
+            question = Question(
+                title=_("Revoke “%(name)s”?") % {"name": token.name},
+                message=_(
+                    "Anything using %(prefix)s… gets 401 from the API from now on. "
+                    "This cannot be undone."
+                )
+                % {"prefix": token.prefix},
+                submit_label=_("Revoke token"),
+                cancel_url=reverse("tokens:list"),
+            )
+            return confirm_page(request, question)
+        with suppress(InvalidTransition):  # a second submission that raced the first
+            api_token_revoke(actor=request.user, token=token)
+            notice = _("API token “%(name)s” was revoked; it no longer works on the API.") % {
+                "name": token.name
+            }
     if request.htmx:
         return render(request, f"{TEMPLATE}#tokens-table", _context(request, notice=notice))
     messages.success(request, notice)

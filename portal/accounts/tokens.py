@@ -15,6 +15,8 @@ from django.db import models, transaction
 from django.db.models import Case, Q, QuerySet, Value, When
 from django.db.models.functions import Now
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext_lazy
 from rest_framework.exceptions import AuthenticationFailed
 
 from portal.accounts.models import ApiToken, User
@@ -33,9 +35,9 @@ LAST_USED_EVERY = timedelta(minutes=1)
 
 
 class TokenState(models.TextChoices):
-    ACTIVE = "active", "active"
-    EXPIRED = "expired", "expired"
-    REVOKED = "revoked", "revoked"
+    ACTIVE = "active", pgettext_lazy("API token state", "active")
+    EXPIRED = "expired", pgettext_lazy("API token state", "expired")
+    REVOKED = "revoked", pgettext_lazy("API token state", "revoked")
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ def api_token_for(user: User, pk: int) -> ApiToken:
     """One of the user's own tokens; anyone else's is NotFound (404), as if it did not exist."""
     token = api_tokens_of(user).filter(pk=pk).first()
     if token is None:
-        raise NotFound(f"There is no API token {pk}.")
+        raise NotFound(_("There is no API token %(pk)s.") % {"pk": pk})
     return token
 
 
@@ -100,16 +102,20 @@ def _expiry_days(value: int | None) -> int:
         return api_token_default_days()
     limit = api_token_max_days()
     if not 1 <= value <= limit:
-        raise ValidationFailed.on("expires_in_days", f"Between 1 and {limit} days.")
+        raise ValidationFailed.on(
+            "expires_in_days", _("Between 1 and %(limit)s days.") % {"limit": limit}
+        )
     return value
 
 
 def _token_name(value: str) -> str:
     name = (value or "").strip()
     if not name:
-        raise ValidationFailed.on("name", "Give the token a name, e.g. what will use it.")
+        raise ValidationFailed.on("name", _("Give the token a name, e.g. what will use it."))
     if len(name) > NAME_MAX_LENGTH:
-        raise ValidationFailed.on("name", f"At most {NAME_MAX_LENGTH} characters.")
+        raise ValidationFailed.on(
+            "name", _("At most %(count)s characters.") % {"count": NAME_MAX_LENGTH}
+        )
     return name
 
 
@@ -129,8 +135,11 @@ def api_token_create(*, actor: User, name: str, expires_in_days: int | None = No
     active = ApiToken.objects.filter(user=actor, revoked_at__isnull=True, expires_at__gt=now)
     if active.count() >= MAX_ACTIVE_TOKENS:
         raise Conflict(
-            f"You have {MAX_ACTIVE_TOKENS} active API tokens, the most one may have. "
-            "Revoke one you no longer use, then create the new one."
+            _(
+                "You have %(count)s active API tokens, the most one may have. "
+                "Revoke one you no longer use, then create the new one."
+            )
+            % {"count": MAX_ACTIVE_TOKENS}
         )
     text = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
@@ -162,9 +171,11 @@ def api_token_revoke(*, actor: User, token: ApiToken) -> ApiToken:
     """
     locked = ApiToken.objects.select_for_update().filter(pk=token.pk, user=actor).first()
     if locked is None:
-        raise NotFound(f"There is no API token {token.pk}.")
+        raise NotFound(_("There is no API token %(pk)s.") % {"pk": token.pk})
     if locked.revoked_at is not None:
-        raise InvalidTransition(f"API token {locked.name!r} was revoked already.")
+        raise InvalidTransition(
+            _("API token %(name)s was revoked already.") % {"name": repr(locked.name)}
+        )
     locked.revoked_at = timezone.now()
     locked.save(update_fields=["revoked_at"])
     audit_record(
@@ -200,13 +211,13 @@ def api_token_authenticate(text: str) -> ApiToken:
     """
     token = ApiToken.objects.select_related("user").filter(digest=_digest(text)).first()
     if token is None:
-        raise AuthenticationFailed("Unknown or invalid token.")
+        raise AuthenticationFailed(_("Unknown or invalid token."))
     if token.revoked_at is not None:
-        raise AuthenticationFailed("This API token was revoked.")
+        raise AuthenticationFailed(_("This API token was revoked."))
     now = timezone.now()
     if token.expires_at <= now:
-        raise AuthenticationFailed("This API token expired.")
+        raise AuthenticationFailed(_("This API token expired."))
     if not token.user.is_active:
-        raise AuthenticationFailed("User inactive or deleted.")
+        raise AuthenticationFailed(_("User inactive or deleted."))
     _record_use(token, now)
     return token

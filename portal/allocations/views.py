@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_http_methods, require_POST
@@ -39,9 +40,11 @@ from portal.allocations.selectors import (
     with_waiting,
 )
 from portal.catalog.models import Offering
+from portal.core.confirm import Question, confirm_page, confirmed, safe_next
 from portal.core.errors import (
     ApplicationError,
     Conflict,
+    InvalidTransition,
     NotFound,
     PolicyRefused,
     ValidationFailed,
@@ -191,6 +194,40 @@ def _back(request: AuthenticatedHttpRequest, default: str) -> HttpResponse:
     return redirect(back if back.startswith("/") and not back.startswith("//") else default)
 
 
+# The transitions that end an allocation at once ask first (portal.core.confirm).
+_ENDS = {"release": RequestState.RELEASED, "revoke": RequestState.REVOKED}
+
+
+def end_question(gpu_request: GpuRequest, action: str, cancel_url: str) -> Question:
+    """What to ask before `action` (release or revoke) ends the allocation `gpu_request`."""
+    what = {
+        "pk": gpu_request.pk,
+        "gpus": f"{gpu_request.count} \N{MULTIPLICATION SIGN} {gpu_request.offering.name}",
+        "tenant": gpu_request.tenant.slug,
+    }
+    if action == "release":
+        return Question(
+            title=_("Release allocation %(pk)s?") % what,
+            message=_(
+                "%(gpus)s in %(tenant)s goes back to the tenant's quota now, and "
+                "the notebooks on it are stopped. To use GPUs again, request them again."
+            )
+            % what,
+            submit_label=_("Release allocation"),
+            cancel_url=cancel_url,
+        )
+    return Question(
+        title=_("Revoke allocation %(pk)s?") % what,
+        message=_(
+            "%(gpus)s in %(tenant)s is taken from %(requester)s now, and the "
+            "notebooks on it are stopped. This cannot be undone."
+        )
+        % {**what, "requester": gpu_request.requester.username},
+        submit_label=_("Revoke allocation"),
+        cancel_url=cancel_url,
+    )
+
+
 @login_required
 @require_POST
 def transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
@@ -199,19 +236,38 @@ def transition(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpR
     if action not in services.TRANSITIONS or action == "extend":
         raise Http404
     gpu_request = gpu_request_for(request.user, pk)
+    back = safe_next(request, reverse("allocations:mine"))
+    if action in _ENDS:
+        if gpu_request.state == _ENDS[action]:
+            # A second click or a reload: it happened once, nothing more to do.
+            messages.info(
+                request,
+                _("Request %(pk)s is %(state)s already.")
+                % {"pk": gpu_request.pk, "state": gpu_request.get_state_display()},
+            )
+            return redirect(back)
+        if not confirmed(request):
+            return confirm_page(request, end_question(gpu_request, action, back))
     decision = DecisionForm(request.POST)
     decision.is_valid()
-    done = services.gpu_request_transition(
-        actor=request.user,
-        gpu_request=gpu_request,
-        action=action,
-        comment=decision.cleaned_data.get("comment", ""),
-    )
+    try:
+        done = services.gpu_request_transition(
+            actor=request.user,
+            gpu_request=gpu_request,
+            action=action,
+            comment=decision.cleaned_data.get("comment", ""),
+        )
+    except InvalidTransition:
+        # A second confirmed submission that raced the first: it ended once.
+        gpu_request.refresh_from_db()
+        if _ENDS.get(action) != gpu_request.state:
+            raise
+        done = gpu_request
     messages.success(
         request,
         _("Request %(id)s is %(state)s.") % {"id": done.pk, "state": done.get_state_display()},
     )
-    return _back(request, "allocations:mine")
+    return redirect(back)
 
 
 @login_required

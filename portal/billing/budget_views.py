@@ -6,6 +6,7 @@ portal.billing.budgets, writes through portal.billing.services.
 """
 
 import json
+from contextlib import suppress
 from functools import cached_property
 from typing import Any
 
@@ -13,14 +14,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from portal.billing.budgets import BudgetStatus, budget_of, budget_status, budget_tenant
 from portal.billing.forms import BudgetForm
 from portal.billing.models import Budget
 from portal.billing.services import budget_remove, budget_set
-from portal.core.errors import ApplicationError, PermissionDenied
+from portal.core.confirm import Question, confirm_page, confirmed
+from portal.core.errors import ApplicationError, NotFound, PermissionDenied
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error
 from tenants.models import Tenant
@@ -125,10 +129,19 @@ def budget_save(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def budget_delete(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    """Remove the tenant's budget (finance, admins); 404 when it has none."""
+    """Remove the tenant's budget (finance, admins), once confirmed; with none (a second
+    submission) it says so and changes nothing."""
     tenant = _writer_tenant(request, slug)
-    budget_remove(actor=request.user, tenant=tenant)
-    messages.success(
-        request, gettext("%(tenant)s has no budget any more.") % {"tenant": tenant.slug}
-    )
+    if budget_of(tenant) is not None:
+        if not confirmed(request):
+            question = Question(
+                title=_("Remove the budget of %(tenant)s?") % {"tenant": tenant.slug},
+                message=_("Its spend is no longer compared with a budget and nobody is alerted."),
+                submit_label=_("Remove budget"),
+                cancel_url=reverse("tenants:detail", args=[tenant.slug]),
+            )
+            return confirm_page(request, question)
+        with suppress(NotFound):  # a second submission that raced the first
+            budget_remove(actor=request.user, tenant=tenant)
+    messages.success(request, _("%(tenant)s has no budget any more.") % {"tenant": tenant.slug})
     return _answer(request, tenant, form=None, status=200)

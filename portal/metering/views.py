@@ -19,15 +19,19 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from portal.allocations.models import GpuRequest
+from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.allocations.selectors import gpu_request_for
 from portal.allocations.services import gpu_request_idle_remind, gpu_request_release
+from portal.allocations.views import end_question
 from portal.catalog.models import GpuPool
+from portal.core.confirm import confirm_page, confirmed
+from portal.core.errors import PermissionDenied
 from portal.core.exports import csv_download
 from portal.core.http import AuthenticatedHttpRequest
 from portal.metering.idle import DEFAULT_HOURS, DEFAULT_THRESHOLD, MAX_HOURS, idle_allocations
@@ -391,14 +395,25 @@ def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBa
 
 
 def _idle_action(
-    request: AuthenticatedHttpRequest, slug: str, pk: int, act: Callable[[GpuRequest], str]
+    request: AuthenticatedHttpRequest,
+    slug: str,
+    pk: int,
+    act: Callable[[GpuRequest], str],
+    *,
+    ask: str = "",
 ) -> HttpResponse:
     """Act on one of the tenant's allocations from its usage page; htmx gets the refreshed
-    list with what happened, a plain form the page again with a message."""
+    list with what happened, a plain form the page again with a message. With `ask` (release),
+    a holding allocation asks first (portal.core.confirm)."""
     tenant = tenant_usage_for(request, slug)
     allocation = gpu_request_for(request.user, pk)
     if allocation.tenant_id != tenant.pk:
         raise Http404(_("No such allocation in this tenant."))
+    if ask and not may_release(request):
+        raise PermissionDenied(_("Only the tenant's leads and admins release its allocations."))
+    if ask and allocation.state in HOLDING_STATES and not confirmed(request):
+        cancel_url = reverse("metering:tenant", args=[tenant.slug])
+        return confirm_page(request, end_question(allocation, ask, cancel_url))
     note = act(allocation)
     if request.htmx:
         period = period_of(request, with_hours=True)
@@ -415,13 +430,15 @@ def idle_release(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpR
     namespace's quota follow)."""
 
     def release(allocation: GpuRequest) -> str:
+        if allocation.state == RequestState.RELEASED:  # a second submission: released once
+            return _("Allocation %(pk)s is released already.") % {"pk": allocation.pk}
         released = gpu_request_release(actor=request.user, gpu_request=allocation)
         return _("Allocation %(id)s is %(state)s.") % {
             "id": released.pk,
             "state": released.get_state_display(),
         }
 
-    return _idle_action(request, slug, pk, release)
+    return _idle_action(request, slug, pk, release, ask="release")
 
 
 @login_required

@@ -20,6 +20,7 @@ from portal.allocations.views import (
     request_preview_context,
     tenants_requestable,
 )
+from portal.core.confirm import Question, confirm_page, confirmed
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
@@ -27,7 +28,7 @@ from portal.core.pages import form_page, polled_page
 from portal.workloads import services
 from portal.workloads.filters import NotebookFilter
 from portal.workloads.forms import LaunchForm
-from portal.workloads.models import MOVING_STATES, Notebook, NotebookState
+from portal.workloads.models import MOVING_STATES, Desired, Notebook, NotebookState
 from portal.workloads.selectors import (
     allocation_for_launch,
     images_for_launch,
@@ -136,6 +137,28 @@ def notebook_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def notebook_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
     """start, stop or snooze, then back to the notebook's page (or where the form said)."""
     notebook = notebook_for(request.user, pk)
+    back = request.POST.get("next", "")
+    if action == "stop" and notebook.desired == Desired.STOPPED:
+        if notebook.state != NotebookState.FAILED:  # a second click: it is stopping already
+            messages.info(
+                request,
+                _("Notebook %(name)s is %(state)s already.")
+                % {"name": notebook.name, "state": notebook.get_state_display()},
+            )
+            return _back(notebook, back)
+    elif action == "stop" and not confirmed(request):
+        question = Question(
+            title=_("Stop notebook %(name)s?") % {"name": notebook.name},
+            message=_(
+                "Its server stops and what runs in it now is lost; its workspace stays, and "
+                "you can start it again while its allocation lasts."
+            ),
+            submit_label=_("Stop notebook"),
+            cancel_url=reverse("workloads:list")
+            if back == "list"
+            else reverse("workloads:detail", args=[notebook.pk]),
+        )
+        return confirm_page(request, question)
     if action == "start":
         services.notebook_start(actor=request.user, notebook=notebook)
         messages.success(request, _("Notebook %(name)s is starting.") % {"name": notebook.name})
@@ -153,7 +176,10 @@ def notebook_action(request: AuthenticatedHttpRequest, pk: int, action: str) -> 
         )
     else:
         raise NotFound(_("There is no action %(action)r.") % {"action": action})
-    back = request.POST.get("next", "")
+    return _back(notebook, back)
+
+
+def _back(notebook: Notebook, back: str) -> HttpResponse:
     if back == "list":
         return redirect("workloads:list")
     return redirect("workloads:detail", pk=notebook.pk)
@@ -166,6 +192,14 @@ def notebook_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     context = {"notebook": notebook, "cancel_url": reverse("workloads:detail", args=[pk])}
     if request.method != "POST":
         return render(request, "workloads/delete_confirm.html", context)
+    if notebook.desired == Desired.DELETED and notebook.state != NotebookState.FAILED:
+        # A second submission: it is being deleted once.
+        messages.info(
+            request,
+            _("Notebook %(name)s is %(state)s already.")
+            % {"name": notebook.name, "state": notebook.get_state_display()},
+        )
+        return redirect("workloads:list")
     keep = request.POST.get("keep_workspace", "")
     if keep not in ("yes", "no"):
         context["error"] = ValidationFailed.on(

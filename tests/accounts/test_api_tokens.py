@@ -448,25 +448,35 @@ def test_the_page_asks_then_revokes_and_the_token_stops_working(client_for, deve
     client = client_for(developer)
 
     asked = client.get(f"/account/tokens/{issued.token.pk}/revoke/")
-    revoked = client.post(f"/account/tokens/{issued.token.pk}/revoke/", follow=True)
-    again = client.post(f"/account/tokens/{issued.token.pk}/revoke/")
+    posted = client.post(f"/account/tokens/{issued.token.pk}/revoke/")
+    assert ApiToken.objects.get().revoked_at is None
+    revoked = client.post(
+        f"/account/tokens/{issued.token.pk}/revoke/", {"confirmed": "yes"}, follow=True
+    )
+    again = client.post(f"/account/tokens/{issued.token.pk}/revoke/", {"confirmed": "yes"})
 
-    assert asked.status_code == 200
+    assert asked.status_code == posted.status_code == 200
     assert "Revoke “old laptop”?" in asked.text
+    assert "Revoke “old laptop”?" in posted.text
     assert ApiToken.objects.get().revoked_at is not None
     assert revoked.redirect_chain == [("/account/tokens/", 302)]
     assert "API token “old laptop” was revoked" in revoked.text
     assert 'data-testid="token-state">revoked<' in revoked.text
-    assert again.status_code == 409
+    assert again.status_code == 302  # a second submission changes nothing and says so
     assert with_token(issued.text).get("/api/v1/me").status_code == 401
 
 
-def test_htmx_revokes_in_place(client_for, developer) -> None:
+def test_htmx_asks_in_a_dialog_and_a_confirmed_htmx_post_revokes_in_place(
+    client_for, developer
+) -> None:
     issued = issue(developer, "old laptop")
+    client = client_for(developer)
+    url = f"/account/tokens/{issued.token.pk}/revoke/?page=1"
 
-    response = client_for(developer).post(
-        f"/account/tokens/{issued.token.pk}/revoke/?page=1", headers={"HX-Request": "true"}
-    )
+    asked = client.post(url, headers={"HX-Request": "true"})
+    assert asked.text.lstrip().startswith("<dialog")
+    assert ApiToken.objects.get().revoked_at is None
+    response = client.post(url, {"confirmed": "yes"}, headers={"HX-Request": "true"})
 
     assert response.status_code == 200
     assert response.text.lstrip().startswith('<section class="card" id="tokens-table">')

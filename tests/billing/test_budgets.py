@@ -584,9 +584,14 @@ def test_finance_sets_a_budget_from_the_tenant_page_with_errors_beside_the_field
     assert saved.status_code == 200
     assert 'data-testid="budget-amount">50.00 EUR a month' in saved.content.decode()
     assert client_for(lead).post("/chargeback/budgets/vision/", form).status_code == 403
-    removed = client.post("/chargeback/budgets/vision/remove/")
-    assert removed.status_code == 302
+    asked = client.post("/chargeback/budgets/vision/remove/", HTTP_HX_REQUEST="true")
+    assert asked.content.decode().lstrip().startswith("<dialog")
+    assert Budget.objects.exists()
+    removed = client.post("/chargeback/budgets/vision/remove/", {"confirmed": "yes"})
+    again = client.post("/chargeback/budgets/vision/remove/", {"confirmed": "yes"})
+    assert (removed.status_code, again.status_code) == (302, 302)
     assert not Budget.objects.exists()
+    assert AuditEvent.objects.filter(action="budget.remove").count() == 1
 
 
 def test_the_chargeback_page_shows_the_budget_used(with_budget, client_for, finance_user) -> None:

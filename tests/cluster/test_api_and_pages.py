@@ -272,11 +272,13 @@ def test_archiving_from_the_page_asks_for_the_slug_first(db, tenant_a, client_fo
     asked = client.post(url, {"action": "archive"})
     assert asked.status_code == 200
     assert "Type <code>vision</code> to confirm" in asked.content.decode()
-    wrong = client.post(url, {"action": "archive", "confirm": "nlp"})
+    wrong = client.post(url, {"action": "archive", "typed": "nlp", "confirmed": "yes"})
     assert "That is not vision." in wrong.content.decode()
     tenant_a.refresh_from_db()
     assert tenant_a.state == "active"
-    done = client.post(url, {"action": "archive", "confirm": "vision", "comment": "team closed"})
+    done = client.post(
+        url, {"action": "archive", "typed": "vision", "comment": "team closed", "confirmed": "yes"}
+    )
     assert done.status_code == 302
     tenant_a.refresh_from_db()
     assert tenant_a.state == "archived"

@@ -68,7 +68,8 @@ def test_the_count_is_two_queries_however_many_are_pending(
     _submit_beyond_policy(developer, a100_tenant, catalog, 1)
     few = (count_queries(lead), count_queries(admin_user))
     _submit_beyond_policy(developer, a100_tenant, catalog, 4)
-    assert (count_queries(lead), count_queries(admin_user)) == few == (2, 2)  # requests and extensions
+    # Two: requests and extensions.
+    assert (count_queries(lead), count_queries(admin_user)) == few == (2, 2)
 
 
 def test_an_htmx_fragment_runs_no_navigation_query(client_for, lead, a100_tenant) -> None:

@@ -70,7 +70,8 @@ def test_developer_launches_a_notebook_on_a_mig_slice_stops_and_starts_it(
         "href", f"https://{name}.vision.gpu.example.org/lab?token={notebook.token}"
     )
 
-    page.get_by_role("button", name="Stop").click()
+    page.get_by_role("button", name="Stop").click()  # asks first
+    page.get_by_role("dialog").get_by_role("button", name="Stop notebook").click()
     expect(state).to_have_text("stopped", timeout=30_000)
     statefulset = kube_api.get_object("apps/v1", "StatefulSet", name, "t-vision")
     assert statefulset["spec"]["replicas"] == 0

@@ -60,12 +60,16 @@ def test_a_lead_reads_the_tenants_usage_chart_table_and_csv_and_releases_an_idle
     with Path(download.value.path()).open(newline="") as downloaded:
         assert list(csv.reader(downloaded)) == shown
 
-    # Release the idle allocation from the page (htmx, with the CSRF header).
-    page.on("dialog", lambda dialog: dialog.accept())
+    # Release the idle allocation from the page: it asks first (a dialog, htmx with the CSRF
+    # header), then the confirmation posts and the page comes back saying so.
     idle = page.get_by_test_id(f"idle-{usage.idle.pk}")
     expect(page.get_by_test_id(f"idle-{usage.busy.pk}")).to_have_count(0)
     idle.get_by_role("button", name="Release").click()
-    expect(page.get_by_test_id("idle")).to_contain_text(f"Allocation {usage.idle.pk} is released.")
+    dialog = page.get_by_role("dialog")
+    expect(dialog.get_by_role("heading")).to_have_text(f"Release allocation {usage.idle.pk}?")
+    assert GpuRequest.objects.get(pk=usage.idle.pk).state == RequestState.APPROVED
+    dialog.get_by_role("button", name="Release allocation").click()
+    expect(page.locator("ul.messages")).to_contain_text(f"Allocation {usage.idle.pk} is released.")
     expect(idle).to_have_count(0)
     assert GpuRequest.objects.get(pk=usage.idle.pk).state == RequestState.RELEASED
 

@@ -19,6 +19,7 @@ from tests.metering.usage_data import Scenario, metered_cluster, scenario, table
 from tests.workloads.conftest import gpu_tenant  # noqa: F401  (a fixture)
 
 WHOLE = "a100-80gb-whole"
+CONFIRMED = {"confirmed": "yes"}  # what the confirmation form adds (portal.core.confirm)
 
 
 @pytest.fixture
@@ -158,6 +159,7 @@ def test_a_lead_cannot_release_another_tenants_allocation_through_their_own_tena
 def test_finance_may_not_release(client_for, finance_user, usage) -> None:
     release = reverse("metering:idle-release", args=["vision", usage.idle.pk])
     assert client_for(finance_user).post(release).status_code == 403
+    assert client_for(finance_user).post(release, CONFIRMED).status_code == 403
     usage.idle.refresh_from_db()
     assert usage.idle.state == RequestState.APPROVED
 
@@ -259,7 +261,12 @@ def test_the_table_agrees_with_the_selector(client_for, lead, usage) -> None:
 def test_a_lead_releases_an_idle_allocation_from_the_usage_page(client_for, lead, usage) -> None:
     client = client_for(lead)
     release = reverse("metering:idle-release", args=["vision", usage.idle.pk])
-    response = client.post(f"{release}?hours=24", HTTP_HX_REQUEST="true")
+    asked = client.post(f"{release}?hours=24", HTTP_HX_REQUEST="true")
+    assert asked.content.decode().lstrip().startswith("<dialog")
+    assert f"Release allocation {usage.idle.pk}?" in asked.content.decode()
+    usage.idle.refresh_from_db()
+    assert usage.idle.state == RequestState.APPROVED
+    response = client.post(f"{release}?hours=24", CONFIRMED, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     html = response.content.decode()
     assert f"Allocation {usage.idle.pk} is released." in html
@@ -269,8 +276,10 @@ def test_a_lead_releases_an_idle_allocation_from_the_usage_page(client_for, lead
     event = AuditEvent.objects.get(action="gpu_request.release", target_id=str(usage.idle.pk))
     assert event.actor == lead
     assert event.changes["state"] == ["approved", "released"]
-    # Again: it no longer holds quota, so it cannot be released twice.
-    assert client.post(release).status_code == 409
+    # Again (a second submission): it was released once, and says so.
+    again = client.post(release, CONFIRMED, follow=True)
+    assert f"Allocation {usage.idle.pk} is released already." in again.content.decode()
+    assert AuditEvent.objects.filter(action="gpu_request.release").count() == 1
 
 
 def test_a_lead_asks_the_owner_of_an_idle_allocation_to_release_it(
@@ -307,7 +316,9 @@ def test_without_javascript_release_goes_back_to_the_page_with_a_message(
     client_for, lead, usage
 ) -> None:
     release = reverse("metering:idle-release", args=["vision", usage.idle.pk])
-    response = client_for(lead).post(release, follow=True)
+    asked = client_for(lead).post(release)
+    assert 'data-testid="confirm"' in asked.content.decode()
+    response = client_for(lead).post(release, CONFIRMED, follow=True)
     assert response.redirect_chain[-1][0] == reverse("metering:tenant", args=["vision"])
     assert f"Allocation {usage.idle.pk} is released." in response.content.decode()
 

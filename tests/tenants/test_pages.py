@@ -4,7 +4,12 @@ import pytest
 
 from portal.core.models import AuditEvent
 from tenants.models import Membership, Quota, QuotaRequest, Tenant
-from tenants.services import quota_request_create, quota_set, tenant_create
+from tenants.services import (
+    quota_request_create,
+    quota_set,
+    tenant_change_state,
+    tenant_create,
+)
 from tests.tenants.factories import a100, t4
 
 
@@ -127,9 +132,13 @@ def test_lead_adds_and_removes_a_member(client_for, lead, outsider, tenant_a) ->
     added = client.post(
         f"/tenants/{tenant_a.slug}/members/", {"username": "outsider", "role": "developer"}
     )
-    removed = client.post(f"/tenants/{tenant_a.slug}/members/outsider/remove/")
+    asked = client.post(f"/tenants/{tenant_a.slug}/members/outsider/remove/")
+    removed = client.post(
+        f"/tenants/{tenant_a.slug}/members/outsider/remove/", {"confirmed": "yes"}
+    )
 
     assert added.status_code == 302
+    assert asked.status_code == 200
     assert removed.status_code == 302
     assert not Membership.objects.filter(tenant=tenant_a, user=outsider).exists()
     actions = list(AuditEvent.objects.filter(tenant=tenant_a).values_list("action", flat=True))
@@ -218,17 +227,17 @@ def test_admin_queue_lists_pending_quota_requests(client_for, lead, admin_user, 
     assert "inference" in response.text
 
 
-def test_suspend_then_suspend_again_is_a_conflict(client_for, admin_user, tenant_a) -> None:
-    client = client_for(admin_user)
+def test_suspending_an_archived_tenant_is_a_conflict(client_for, admin_user, tenant_a) -> None:
+    tenant_change_state(actor=admin_user, tenant=tenant_a, action="archive")
 
-    first = client.post(f"/tenants/{tenant_a.slug}/state/", {"action": "suspend"})
-    second = client.post(f"/tenants/{tenant_a.slug}/state/", {"action": "suspend"})
+    response = client_for(admin_user).post(
+        f"/tenants/{tenant_a.slug}/state/", {"action": "suspend", "confirmed": "yes"}
+    )
 
-    assert first.status_code == 302
-    assert second.status_code == 409
-    assert "is suspended; it cannot suspend" in second.text
+    assert response.status_code == 409
+    assert "is archived; it cannot suspend" in response.text
     tenant_a.refresh_from_db()
-    assert tenant_a.state == "suspended"
+    assert tenant_a.state == "archived"
 
 
 def test_tenant_search_filters_and_htmx_gets_the_table_only(

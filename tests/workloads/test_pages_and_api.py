@@ -65,9 +65,15 @@ def test_the_lead_sees_the_tenants_notebook_without_its_token_and_may_stop_it(
     assert page.status_code == 200
     assert notebook.token not in page.text
     assert "the owner opens it with their token" in page.text
-    response = client.post(f"/notebooks/{notebook.pk}/stop/")
-    assert response.status_code == 302
+    asked = client.post(f"/notebooks/{notebook.pk}/stop/")
+    assert asked.status_code == 200
+    assert f"Stop notebook {notebook.name}?" in asked.text
+    assert Notebook.objects.get().desired == Desired.RUNNING
+    response = client.post(f"/notebooks/{notebook.pk}/stop/", {"confirmed": "yes"})
+    again = client.post(f"/notebooks/{notebook.pk}/stop/", {"confirmed": "yes"})
+    assert (response.status_code, again.status_code) == (302, 302)
     assert Notebook.objects.get().desired == Desired.STOPPED
+    assert AuditEvent.objects.filter(action="notebook.stop").count() == 1
     assert AuditEvent.objects.filter(action="notebook.stop", actor=lead).exists()
 
 

@@ -20,7 +20,7 @@ def demo_accounts() -> dict[str, object]:
     accounts = []
     for username, _full_name, global_role, memberships in PERSONAS:
         if global_role:
-            persona = global_role.label
+            persona = str(global_role.label)
         else:
             persona = ", ".join(
                 _("%(role)s in %(tenant)s") % {"role": role.label, "tenant": slug}
