@@ -75,3 +75,15 @@ def users_for_identity(user: User) -> QuerySet[User]:
         .prefetch_related("memberships__tenant")
         .order_by("username")
     )
+
+
+def emails_by_language(emails: list[str]) -> dict[str, list[str]]:
+    """`emails` grouped by the language their owners saved on their profile (the site's
+    default where none is saved), so each group gets one message in its readers' words."""
+    saved = dict(
+        User.objects.filter(email__in=emails).exclude(language="").values_list("email", "language")
+    )
+    groups: dict[str, list[str]] = {}
+    for email in emails:
+        groups.setdefault(saved.get(email) or settings.LANGUAGE_CODE, []).append(email)
+    return groups

@@ -13,11 +13,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
+from django.utils import translation
 from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from portal.accounts.models import MemberRole
+from portal.accounts.selectors import emails_by_language
 from portal.allocations.models import GpuRequest, GpuRequestExtension
 from portal.allocations.webhook import webhook_post
 from portal.catalog.gpu_eq import gpu_eq_display
@@ -130,9 +132,13 @@ def email_send(
         return 0
     page = "/approvals/" if event in FOR_LEADS else "/requests/"
     link = f"{settings.PORTAL_BASE_URL}{page}"
-    title = subject(gpu_request, event, extension)
-    body = f"{title}.\n\n{_body(gpu_request, event, extension)}\n\n{link}\n".strip()
-    return send_mail(title, body, None, to)
+    sent = 0
+    for language, addresses in emails_by_language(to).items():
+        with translation.override(language):
+            title = subject(gpu_request, event, extension)
+            body = f"{title}.\n\n{_body(gpu_request, event, extension)}\n\n{link}\n".strip()
+            sent += send_mail(title, body, None, addresses)
+    return sent
 
 
 def notification_send(

@@ -10,10 +10,11 @@ from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext
 
 from portal.accounts.models import GlobalRole, User
+from portal.accounts.selectors import emails_by_language
 from portal.billing.budgets import BudgetStatus, budget_status
 from portal.billing.models import (
     Budget,
@@ -447,15 +448,44 @@ def _alert_mail(alert: BudgetAlert, budget: Budget) -> int:
     # The alert's month, as it stands now (or at its end, for a mail sent after it).
     now = min(timezone.now(), month_bounds(alert.month)[1] - timedelta(seconds=1))
     status = budget_status(budget, now=now)
-    unit = status.unit_label
-    subject = f"Budget of {alert.tenant.slug}: {alert.threshold}% reached in {alert.month:%Y-%m}"
-    body = (
-        f"{alert.tenant.name} has spent {status.spent} of its {budget.amount} {unit} budget "
-        f"for {alert.month:%Y-%m} ({status.percent}%).\n"
-        f"At the rate so far it will reach {status.projected} {unit} by the month's end "
-        f"({status.projected_percent}%).\n"
-    )
-    if budget.approval_above:
-        body += "Once the budget is used up, every new request waits for a lead's approval.\n"
     link = f"{settings.PORTAL_BASE_URL}{reverse('tenants:detail', args=[alert.tenant.slug])}"
-    return send_mail(subject, f"{body}\n{link}\n", None, to)
+    sent = 0
+    for language, addresses in emails_by_language(to).items():
+        with translation.override(language):
+            subject, body = _alert_text(alert, budget, status)
+            sent += send_mail(subject, f"{body}\n{link}\n", None, addresses)
+    return sent
+
+
+def _alert_text(alert: BudgetAlert, budget: Budget, status: BudgetStatus) -> tuple[str, str]:
+    """A budget alert's subject and body, in the active language."""
+    values = {
+        "tenant": alert.tenant.slug,
+        "name": alert.tenant.name,
+        "threshold": alert.threshold,
+        "month": f"{alert.month:%Y-%m}",
+        "spent": status.spent,
+        "amount": budget.amount,
+        "unit": status.unit_label,
+        "percent": status.percent,
+        "projected": status.projected,
+        "projected_percent": status.projected_percent,
+    }
+    subject = gettext("Budget of %(tenant)s: %(threshold)s%% reached in %(month)s") % values
+    lines = [
+        gettext(
+            "%(name)s has spent %(spent)s of its %(amount)s %(unit)s budget for %(month)s "
+            "(%(percent)s%%)."
+        )
+        % values,
+        gettext(
+            "At the rate so far it will reach %(projected)s %(unit)s by the month's end "
+            "(%(projected_percent)s%%)."
+        )
+        % values,
+    ]
+    if budget.approval_above:
+        lines.append(
+            gettext("Once the budget is used up, every new request waits for a lead's approval.")
+        )
+    return subject, "\n".join(lines) + "\n"

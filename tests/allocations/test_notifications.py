@@ -12,6 +12,8 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
+from portal.accounts.models import MemberRole
+from portal.accounts.services import user_create
 from portal.allocations.models import GpuRequest
 from portal.allocations.services import (
     allocations_expire,
@@ -19,7 +21,8 @@ from portal.allocations.services import (
     gpu_request_approve,
     gpu_request_submit,
 )
-from tests.conftest import wait_until
+from tenants.services import membership_set
+from tests.conftest import PASSWORD, wait_until
 
 
 def test_a_pending_request_emails_the_leads(
@@ -118,3 +121,31 @@ def test_a_real_worker_delivers_a_signed_webhook_and_retries_a_failure(
     assert event["request"]["id"] == pending.pk
     assert event["request"]["gpu_eq"] == "2"
     assert GpuRequest.objects.get(pk=pending.pk).state == "pending"
+
+
+def test_each_lead_is_told_in_the_language_saved_on_their_profile(
+    tasks_in_process,
+    django_capture_on_commit_callbacks,
+    developer,
+    lead,
+    a100_tenant,
+    catalog,
+) -> None:
+    second_lead = user_create(
+        actor=None, username="lead-zh", email="lead-zh@example.org", password=PASSWORD
+    )
+    second_lead.language = "zh-hans"
+    second_lead.save(update_fields=["language"])
+    membership_set(actor=None, tenant=a100_tenant, user=second_lead, role=MemberRole.LEAD)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        gpu_request_submit(
+            actor=developer, tenant=a100_tenant, offering=catalog["a100-80gb-whole"], count=2
+        )
+
+    by_recipient = {message.to[0]: message for message in mail.outbox}
+    assert sorted(by_recipient) == ["lead-zh@example.org", "lead@example.org"]
+    assert "waits for a lead" in by_recipient["lead@example.org"].subject
+    chinese = by_recipient["lead-zh@example.org"]
+    assert "waits for a lead" not in chinese.subject
+    assert "负责人" in chinese.subject, chinese.subject

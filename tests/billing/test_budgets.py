@@ -612,3 +612,27 @@ def test_budget_status_reads_a_bounded_number_of_queries(
     with django_assert_max_num_queries(3):
         status = budget_status(plan, now=BEGIN + 20 * DAY)
     assert len(status.series) == 21
+
+
+def test_a_budget_alert_reaches_each_reader_in_their_saved_language(
+    spend: Spend,
+    finance_user,
+    lead,
+    tasks_in_process,
+    django_capture_on_commit_callbacks,
+) -> None:
+    lead.language = "zh-hans"
+    lead.save(update_fields=["language"])
+    spend.allocate(WHOLE, BEGIN + DAY, 8)  # 80%
+    spend.collect()
+    budget(finance_user, spend.tenant, "20")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert budgets_check(now=BEGIN + 5 * DAY) == 1
+
+    by_recipient = {message.to[0]: message for message in mail.outbox}
+    assert sorted(by_recipient) == ["finance@example.org", "lead@example.org"]
+    assert "80% reached" in by_recipient["finance@example.org"].subject
+    chinese = by_recipient["lead@example.org"]
+    assert "已达到 80%" in chinese.subject, chinese.subject
+    assert "预算为 20.00 EUR" in chinese.body, chinese.body
