@@ -13,7 +13,11 @@ from django.utils import timezone
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
-from portal.allocations.selectors import approvals_queue_for, gpu_requests_for
+from portal.allocations.selectors import (
+    approvals_queue_for,
+    extensions_queue_for,
+    gpu_requests_for,
+)
 from portal.core.home import HOME_ROWS, home_register
 from tenants.selectors import quota_lines_for
 
@@ -59,15 +63,14 @@ def my_allocations_context(user: User) -> dict[str, Any]:
 class PendingItem:
     """Something waiting for a lead's decision, with the quota left of its GPU model."""
 
-    kind: str  # "request"; "extension" once allocations has them
+    kind: str  # "request" or "extension"
     gpu_request: GpuRequest
     quota: Fraction | None  # None: the tenant has no quota for the model
     remaining: Fraction | None
 
 
-# What else waits for a lead beside requests: each source gives (how many in all, the oldest
-# HOME_ROWS) for a user. Pending extensions plug in here (`pending_sources.append(...)`) once
-# the allocations app has them; their rows show in the same panel, with the quota left.
+# What waits for a lead: each source gives (how many in all, the oldest HOME_ROWS) for a user;
+# their rows show in one panel, each with the quota left of its model.
 PendingSource = Callable[[User], tuple[int, list[GpuRequest]]]
 
 
@@ -77,7 +80,25 @@ def pending_requests(user: User) -> tuple[int, list[GpuRequest]]:
     return (queue.count() if len(rows) == HOME_ROWS else len(rows)), rows
 
 
-pending_sources: dict[str, PendingSource] = {"request": pending_requests}
+def pending_extensions(user: User) -> tuple[int, list[GpuRequest]]:
+    """Extensions waiting for a lead, as their allocations (`.pending_extension` set)."""
+    queue = extensions_queue_for(user).select_related(
+        "request__tenant", "request__requester", "request__offering"
+    )
+    extensions = list(queue[:HOME_ROWS])
+    rows = []
+    for extension in extensions:
+        gpu_request = extension.request
+        gpu_request.pending_extension = extension  # type: ignore[attr-defined]
+        rows.append(gpu_request)
+    count = queue.count() if len(extensions) == HOME_ROWS else len(extensions)
+    return count, rows
+
+
+pending_sources: dict[str, PendingSource] = {
+    "request": pending_requests,
+    "extension": pending_extensions,
+}
 
 
 def approvals_context(user: User) -> dict[str, Any]:

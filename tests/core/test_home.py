@@ -14,10 +14,11 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 from django.utils import timezone
+from django.utils.formats import date_format
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest, RequestState
-from portal.allocations.services import gpu_request_submit
+from portal.allocations.services import gpu_request_extend, gpu_request_submit
 from portal.billing.models import Basis, Period, PeriodState, Statement
 from portal.billing.selectors import current_month
 from portal.billing.services import budget_set, rate_card_create
@@ -43,7 +44,7 @@ from tests.metering.test_api import FakeSource
 WHOLE = "a100-80gb-whole"
 HOME = "/home/"
 # The most queries any persona's home may run, on a few rows or on many.
-MAX_QUERIES = {"developer": 20, "lead": 56, "finance": 10, "admin": 15}
+MAX_QUERIES = {"developer": 20, "lead": 56, "finance": 10, "admin": 16}
 
 
 @dataclass
@@ -297,6 +298,22 @@ def test_a_lead_sees_pending_approvals_with_the_quota_left_quotas_budgets_and_id
     assert "/ 100.00 EUR" in page
 
 
+def test_a_lead_sees_an_extension_waiting_beside_the_requests(
+    client_for, developer, lead, world: World
+) -> None:
+    asked = gpu_request_extend(
+        actor=developer, gpu_request=world.mine, hours=12, reason="a long run"
+    ).extension_pending
+    assert asked is not None
+
+    page = home(client_for(lead))
+
+    assert f'data-testid="home-pending-extension-{world.mine.pk}"' in page
+    assert "extension by 12 h" in page
+    assert f'data-testid="home-pending-request-{world.pending.pk}"' in page
+    assert '<small data-testid="pending-count">2</small>' in page
+
+
 def test_finance_sees_this_month_per_tenant_and_the_last_closed_month(
     client_for, finance_user, world: World
 ) -> None:
@@ -311,7 +328,7 @@ def test_finance_sees_this_month_per_tenant_and_the_last_closed_month(
     assert 'data-testid="home-spend-vision"' in page
     assert 'data-testid="home-spend-nlp"' in page
     assert "Total so far (provisional, approx.)" in page
-    assert f"{closed:%Y-%m}</a>: 123.45 EUR" in page
+    assert f"{date_format(closed, 'YEAR_MONTH_FORMAT')}</a>: 123.45 EUR" in page
 
 
 def test_an_admin_sees_capacity_failed_runs_drift_stuck_changes_and_tenants_needing_attention(
