@@ -11,6 +11,7 @@ from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import pending_approvals_count
 from portal.allocations.services import gpu_request_submit
 from portal.core import navigation
+from tenants.models import TenantState
 
 
 def _submit_beyond_policy(developer, tenant, catalog, number: int) -> None:
@@ -123,10 +124,13 @@ def test_a_404_page_in_chinese(client_for, developer) -> None:
 
 
 def test_an_htmx_error_goes_to_the_page_error_region(client_for, admin_user, tenant_a) -> None:
-    # Reactivating an active tenant is an invalid transition (409), raised by the service.
+    # Reactivating an archived tenant, even confirmed, is an invalid transition (409), raised by
+    # the service.
+    tenant_a.state = TenantState.ARCHIVED
+    tenant_a.save(update_fields=["state"])
     response = client_for(admin_user).post(
         reverse("tenants:state", args=[tenant_a.slug]),
-        {"action": "reactivate"},
+        {"action": "reactivate", "confirmed": "yes"},
         headers={"HX-Request": "true"},
     )
 
@@ -141,9 +145,11 @@ def test_an_htmx_error_goes_to_the_page_error_region(client_for, admin_user, ten
 def test_the_same_error_without_htmx_is_a_page_with_a_way_back(
     client_for, admin_user, tenant_a
 ) -> None:
+    tenant_a.state = TenantState.ARCHIVED
+    tenant_a.save(update_fields=["state"])
     response = client_for(admin_user).post(
         reverse("tenants:state", args=[tenant_a.slug]),
-        {"action": "reactivate"},
+        {"action": "reactivate", "confirmed": "yes"},
         headers={"Referer": "http://testserver/tenants/vision/"},
     )
 

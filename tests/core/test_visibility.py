@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from portal.accounts.models import User
 from portal.accounts.services import user_create
-from portal.allocations.models import GpuRequest
+from portal.allocations.models import GpuRequest, GpuRequestExtension
 from portal.billing.models import (
     Budget,
     BudgetAlert,
@@ -182,6 +182,12 @@ def world(
         )
         for user, tenant in [(lead, tenant_a), (lead_b, tenant_b)]
     }
+    # An extension waiting on each tenant's developer allocation (beyond policy: a lead decides).
+    for name in ("developer", "outsider"):
+        GpuRequestExtension.objects.create(
+            request=requests[name], hours=48, reason="a long run",
+            requested_by=requests[name].requester,
+        )  # fmt: skip
     notebook_image_create(
         actor=admin_user, slug="retired", name="Retired", enabled=False,
         image="quay.io/jupyter/minimal-notebook:2024-01-01",
@@ -237,6 +243,12 @@ def _expected_requests(w: World, persona: str) -> Callable[[GpuRequest], bool]:
         "finance": everything,
         "admin": everything,
     }[persona]
+
+
+def _expected_extensions(w: World, persona: str) -> Callable[[GpuRequestExtension], bool]:
+    """As their requests: finance and admins all; leads their tenants'; everyone their own."""
+    see = _expected_requests(w, persona)
+    return lambda row: see(row.request)
 
 
 def _expected_notebooks(w: World, persona: str) -> Callable[[Notebook], bool]:
@@ -349,6 +361,7 @@ EXPECTED: dict[type[models.Model], Callable[[World, str], Callable[[Any], bool]]
     Quota: _expected_tenant_rows,
     QuotaRequest: _expected_quota_requests,
     GpuRequest: _expected_requests,
+    GpuRequestExtension: _expected_extensions,
     ProvisioningRun: _expected_tenant_rows,
     ProvisioningResult: _expected_results,
     Notebook: _expected_notebooks,
