@@ -21,9 +21,9 @@ PAGES = [
 FORM_PAGES = PAGES[1:]
 
 # The most queries the overview may run, however big the catalog: session, user, the navigation's
-# pending approvals, GPU models, sharing backends, offerings (with model and backend), pools (with
-# model and backend), notebook images.
-OVERVIEW_QUERIES = 8
+# pending approvals and extensions (2), GPU models, sharing backends, offerings (with model and
+# backend), pools (with model and backend), notebook images.
+OVERVIEW_QUERIES = 9
 
 
 @pytest.fixture
