@@ -116,7 +116,9 @@ def subject(
 
 def _body(gpu_request: GpuRequest, event: str, extension: GpuRequestExtension | None) -> str:
     if extension is None:
-        return gpu_request.decision_comment
+        # The portal's own comments are kept in English: in the reader's language here (a
+        # lead's comment is not in the catalog and stays as written).
+        return _(gpu_request.decision_comment) if gpu_request.decision_comment else ""
     lines = [_("Reason: %(reason)s") % {"reason": extension.reason}]
     if extension.decision_comment:
         lines.append(_("Comment: %(comment)s") % {"comment": extension.decision_comment})

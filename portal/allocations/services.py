@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import pgettext
+from django.utils.translation import gettext_noop, pgettext
 
 from portal.accounts.models import MemberRole, User
 from portal.allocations.decisions import (
@@ -49,6 +49,10 @@ from portal.core.errors import (
 from tenants.access import role_in
 from tenants.models import Tenant, TenantState
 from tenants.signals import tenant_changed
+
+# Kept in English, whoever asked in which language; the pages show it in the reader's language
+# ({% translate gpu_request.decision_comment %}).
+APPROVED_AT_ONCE = gettext_noop("Approved at once: within quota and the tenant's policy.")
 
 
 def _locked_quota_check(tenant: Tenant, offering: Offering, requested: Fraction) -> QuotaCheck:
@@ -126,7 +130,7 @@ def gpu_request_submit(
     elif path == RequestPath.APPROVED:
         gpu_request.state = RequestState.APPROVED
         gpu_request.decided_at = now
-        gpu_request.decision_comment = _("Approved at once: within quota and the tenant's policy.")
+        gpu_request.decision_comment = APPROVED_AT_ONCE
         _start(gpu_request, now=now)
     else:
         gpu_request.state = RequestState.PENDING

@@ -56,6 +56,7 @@ from tenants.access import Access, tenant_for, tenants_led_by, tenants_where
 from tenants.models import Tenant, TenantState
 
 PER_PAGE = 25
+EXTENSIONS_SHOWN = 50  # on a request's page, newest first
 
 
 def tenants_requestable(request: AuthenticatedHttpRequest) -> QuerySet[Tenant]:
@@ -470,4 +471,13 @@ def request_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """One request or allocation: its numbers, its decision and, while it is not final, why it
     waits (a lead, its provisioning run, a pool that serves it)."""
     gpu_request = with_waiting(with_costs([gpu_request_for(request.user, pk)], lambda row: row))[0]
-    return render(request, "allocations/detail.html", {"gpu_request": gpu_request})
+    # Its extensions, newest first, with who asked and who decided: one query. Whoever sees the
+    # request sees its extensions (the same rules).
+    extensions = gpu_request.extensions.select_related("requested_by", "decided_by")[
+        :EXTENSIONS_SHOWN
+    ]
+    return render(
+        request,
+        "allocations/detail.html",
+        {"gpu_request": gpu_request, "extensions": extensions},
+    )

@@ -4,7 +4,11 @@ the lead decides from Approvals, where extensions sit beside requests with the q
 import pytest
 
 from portal.allocations.models import ExtensionState, GpuRequest, GpuRequestExtension
-from portal.allocations.services import gpu_request_extend, gpu_request_submit
+from portal.allocations.services import (
+    gpu_request_extend,
+    gpu_request_extension_reject,
+    gpu_request_submit,
+)
 
 
 @pytest.fixture
@@ -152,3 +156,37 @@ def test_approvals_page_queries_do_not_grow_with_extensions(
 
     assert few.text.count('<tr data-testid="extension-') == 2
     assert many.text.count('<tr data-testid="extension-') == 22
+
+
+def test_the_request_page_shows_each_extension_and_its_decision(
+    client_for, developer, lead, outsider, allocation, django_assert_max_num_queries
+) -> None:
+    first = gpu_request_extend(
+        actor=developer, gpu_request=allocation, hours=12, reason="a long run"
+    ).extension_pending
+    assert first is not None
+    gpu_request_extension_reject(actor=lead, extension=first, comment="not this week")
+    second = gpu_request_extend(
+        actor=developer, gpu_request=allocation, hours=24, reason="the final run"
+    ).extension_pending
+    assert second is not None
+
+    client = client_for(developer)
+    client.get("/requests/")  # signed in before counting
+    # session, user, request, rates, offerings, clusters, pools, lead check, extensions, …
+    with django_assert_max_num_queries(12):
+        page = client.get(f"/requests/{allocation.pk}/")
+
+    rejected = page.text.split(f'data-testid="request-extension-{first.pk}"')[1].split("</tr>")[0]
+    waiting = page.text.split(f'data-testid="request-extension-{second.pk}"')[1].split("</tr>")[0]
+    assert "+12 h" in rejected
+    assert "rejected" in rejected
+    assert "lead: not this week" in rejected
+    assert "+24 h" in waiting
+    assert "pending" in waiting
+    assert "the final run" in waiting
+    # Newest first.
+    assert page.text.index(f"request-extension-{second.pk}") < page.text.index(
+        f"request-extension-{first.pk}"
+    )
+    assert client_for(outsider).get(f"/requests/{allocation.pk}/").status_code == 404
