@@ -18,6 +18,7 @@ from celery.signals import task_postrun
 from django.conf import settings
 from django.db import connections
 from django.test import Client
+from django.utils import timezone, translation
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from portal import celery_app
@@ -43,6 +44,18 @@ def pytest_configure(config: pytest.Config) -> None:
             "Run them with `make test` (ARGS='...' passes arguments to pytest).",
             returncode=2,
         )
+
+
+@pytest.fixture(autouse=True)
+def _no_language_or_zone_left_over() -> Iterator[None]:
+    """Each test starts in the default language and time zone: a request in Chinese (or a
+    person's saved zone) leaves them active in the thread, and a service called next by another
+    test would word its messages in them."""
+    translation.deactivate()
+    timezone.deactivate()
+    yield
+    translation.deactivate()
+    timezone.deactivate()
 
 
 @pytest.fixture

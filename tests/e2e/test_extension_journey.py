@@ -44,7 +44,7 @@ def signed_in(browser: Browser, base_url: str, username: str, language: str) -> 
     page.goto(f"{base_url}/accounts/login/")
     page.locator("input[name=username]").fill(username)
     page.locator("input[name=password]").fill(PASSWORD)
-    page.locator("form button[type=submit]").first.click()
+    page.locator("form:has(input[name=username]) button[type=submit]").click()
     page.wait_for_url(lambda url: "/accounts/login/" not in url)
     return page
 

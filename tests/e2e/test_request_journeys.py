@@ -1,6 +1,7 @@
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.navigation import follow_nav
 from tests.e2e.test_tenant_admin_journey import sign_in
 
 pytestmark = pytest.mark.browser
@@ -39,7 +40,7 @@ def test_lead_approves_from_the_queue_and_the_developer_sees_it_without_reloadin
 
     lead_page = browser.new_context().new_page()
     sign_in(lead_page, live_server.url, "lead")
-    lead_page.get_by_role("link", name="Approvals").click()
+    follow_nav(lead_page, "Approvals")
     lead_page.get_by_label("Comment on request").fill("go ahead")
     lead_page.get_by_role("button", name="Approve", exact=True).click()
     expect(lead_page.get_by_role("status")).to_contain_text("is approved")

@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 
 from portal.allocations.models import GpuRequest, RequestState
 from tests.e2e.console import console_problems
+from tests.e2e.navigation import follow_nav
 from tests.e2e.test_tenant_admin_journey import sign_in
 from tests.metering.usage_data import scenario
 from tests.workloads.conftest import gpu_tenant  # noqa: F401  (a fixture)
@@ -36,7 +37,7 @@ def test_a_lead_reads_the_tenants_usage_chart_table_and_csv_and_releases_an_idle
     sign_in(page, live_server.url, "lead")
 
     # From My usage, the lead follows the link to the tenant's usage.
-    page.get_by_role("link", name="My usage").click()
+    follow_nav(page, "My usage")
     page.get_by_test_id("tenants-led").get_by_role("link", name="Computer Vision Lab").click()
     page.goto(f"{live_server.url}/usage/tenants/vision/?{urlencode(usage.params)}")
     expect(page.get_by_test_id("watermark-demo")).to_contain_text("Usage complete until")
