@@ -131,3 +131,48 @@ def test_a_skip_link_leads_to_the_main_content(live_server, browser: Browser, de
     expect(skip).to_be_in_viewport()
     page.keyboard.press("Enter")
     expect(page.locator("main")).to_be_focused()
+
+
+# Whether two boxes (x, y, width, height) share any area.
+def overlap(one: dict[str, float], other: dict[str, float]) -> bool:
+    return not (
+        one["x"] + one["width"] <= other["x"]
+        or other["x"] + other["width"] <= one["x"]
+        or one["y"] + one["height"] <= other["y"]
+        or other["y"] + other["height"] <= one["y"]
+    )
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["1280", "390"])
+@pytest.mark.parametrize("language", ["en", "zh-Hans"])
+def test_the_language_switcher_fits_beside_the_time_zone_before_and_after_sign_in(
+    live_server, browser: Browser, developer, viewport, language
+) -> None:
+    context = browser.new_context(
+        viewport=viewport,  # type: ignore[arg-type]
+        extra_http_headers={"Accept-Language": language},
+    )
+    page = context.new_page()
+    page.goto(f"{live_server.url}/accounts/login/")
+    for moment in ("sign-in page", "signed in"):
+        parts = {
+            name: page.get_by_test_id(name).bounding_box()
+            for name in ("language-select", "language-submit", "time-zone")
+        }
+        boxes = {name: box for name, box in parts.items() if box is not None}
+        assert len(boxes) == 3, (moment, parts)
+        names = list(boxes)
+        crossing = [
+            (one, other)
+            for index, one in enumerate(names)
+            for other in names[index + 1 :]
+            if overlap(boxes[one], boxes[other])
+        ]
+        assert crossing == [], (moment, boxes)
+        assert all(box["x"] + box["width"] <= viewport["width"] for box in boxes.values()), moment
+        assert too_wide(page) <= viewport["width"], moment
+        if moment == "sign-in page":
+            page.locator("#id_username").fill("dev")
+            page.locator("#id_password").fill(PASSWORD)
+            page.locator("form[action$='/accounts/login/'] button[type=submit]").click()
+            expect(page.get_by_test_id("sign-out")).to_be_attached()
