@@ -5,11 +5,12 @@
    none for this scale, these migrations and this seeding code.
 2. The personas sign in and every scenario is called once in-process, counting its SQL
    (tests/bench/probe.py).
-3. The portal runs under gunicorn with the production configuration (deploy/gunicorn_production.py)
-   in sync workers, 2 of them; the baselines (tests/bench/baselines.py) run beside it in a
-   second gunicorn started the same way. Both keep database connections open as production
-   does (DATABASE_CONN_MAX_AGE's default, 60 s), and both have max_requests off: at thousands
-   of requests a second a restart every 2,000 would measure worker start-up, not requests.
+3. The portal runs under gunicorn with the production configuration
+   (deploy/gunicorn_production.py) in sync workers, 2 of them with one thread each; the
+   baselines (tests/bench/baselines.py) run beside it in a second gunicorn started the same
+   way. Both keep database connections open as production does (DATABASE_CONN_MAX_AGE's
+   default, 60 s), and both have max_requests off: at thousands of requests a second a restart
+   every 2,000 would measure worker start-up, not requests.
    The API's rate limits are raised (per second, so DRF's history of each caller stays short).
 4. Each scenario is measured with one client alone (p50, p95, p99 in ms) and then with 16
    concurrent clients (requests per second), in BENCH_ROUNDS rounds (default 2). Within a
@@ -138,7 +139,7 @@ class Gunicorn:
         command = [
             sys.executable, "-m", "gunicorn", "--config", "deploy/gunicorn_production.py",
             "--bind", f"127.0.0.1:{self.port}", "--worker-class", "sync",
-            "--workers", str(self.workers), "--max-requests", "0",
+            "--workers", str(self.workers), "--threads", "1", "--max-requests", "0",
         ]  # fmt: skip
         out = self.log.open("ab")
         self.process = subprocess.Popen(command, env=self.env, cwd=ROOT, stdout=out, stderr=out)
@@ -155,6 +156,23 @@ class Gunicorn:
                 return False
 
         wait_for(up, what=f"gunicorn ({self.name})", timeout=60)
+        # gunicorn turns sync workers into gthread ones when given threads: make sure.
+        assert "Using worker: sync" in self.log.read_text(errors="replace")
+
+    def workers_rss_mib(self) -> list[float]:
+        """The resident memory of each worker process now, in MiB."""
+        if self.process is None:
+            return []
+        sizes = []
+        for children in Path(f"/proc/{self.process.pid}/task").glob("*/children"):
+            for pid in children.read_text().split():
+                status = Path(f"/proc/{pid}/status")
+                found = (
+                    re.search(r"VmRSS:\s+(\d+) kB", status.read_text()) if status.exists() else None
+                )
+                if found:
+                    sizes.append(int(found.group(1)) / 1024)
+        return sizes
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -463,6 +481,7 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
     with served(portal, baselines):
         say(f"gunicorn up: portal on :{portal.port}, baselines on :{baselines.port}")
         run = measure_all(probe, portal, bare, drf, say)
+        rss = {"portal": portal.workers_rss_mib(), "baselines": baselines.workers_rss_mib()}
 
     targets, verdicts = targets_of(run)
     met = sum(1 for t in targets if t["met"])
@@ -475,6 +494,10 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
             "highest 1-minute load average seen; cli = cores the load generator used"
         ),
         *table(run, verdicts),
+        "workers' resident memory after the run (MiB): "
+        + "; ".join(
+            f"{name} {', '.join(f'{mib:.0f}' for mib in sizes)}" for name, sizes in rss.items()
+        ),
         *plans(run),
         *[f"missed: {t['target']} ({t['value']})" for t in targets if not t["met"]],
         f"whole benchmark: {time.monotonic() - began:.0f} s",
@@ -489,6 +512,7 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
         "rounds": int(_knob("BENCH_ROUNDS", 2)),
         "seconds": _knob("BENCH_SECONDS", 5.0),
         "clients": CLIENTS,
+        "workers_rss_mib": rss,
         "baselines": {name: summary_json(summary) for name, summary in run.baselines.items()},
         "scenarios": {
             name: {**summary_json(summary), "path": paths[name], "sql": run.calls[name]}
