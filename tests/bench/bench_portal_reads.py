@@ -24,6 +24,7 @@ missed target is reported, not failed; errors and unexpected status codes fail t
 """
 
 import json
+import math
 import os
 import platform
 import re
@@ -400,12 +401,17 @@ def plans(run: Run, count: int = 4) -> list[str]:
     return lines
 
 
+def _number(value: float, digits: int) -> float | None:
+    """JSON has no NaN: a ratio that does not apply (a baseline's own) is null."""
+    return None if math.isnan(value) else round(value, digits)
+
+
 def summary_json(summary: Summary) -> dict[str, Any]:
     lat = summary.latency
     return {
         "req_per_s_16_clients": round(summary.per_second, 1),
-        "x_drf": round(summary.ratio("drf"), 3),
-        "x_bare": round(summary.ratio("bare"), 4),
+        "x_drf": _number(summary.ratio("drf"), 3),
+        "x_bare": _number(summary.ratio("bare"), 4),
         "one_client_ms": {
             "p50": round(lat.median, 2),
             "p95": round(lat.percentile(0.95), 2),
