@@ -53,7 +53,7 @@ CLIENTS = 16
 THROUGHPUT_TARGET = 0.5  # x the DRF baseline, 16 clients
 P95_TARGET_MS = 50.0  # one client
 HEALTHZ_TARGET = 0.5  # x the bare view
-BASELINES_EVERY = 4  # scenarios between two measurements of the baselines
+BASELINES_EVERY = 5  # scenarios between two measurements of the baselines
 BARE = "bare Django view"
 DRF = "DRF 1 query, 50 rows"
 

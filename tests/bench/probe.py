@@ -65,6 +65,10 @@ def scenarios(personas: dict[str, Any], deep: dict[str, int], tenant: str) -> li
         Scenario("API notebooks/ admin", "admin", "api", "/api/v1/notebooks/"),
         Scenario("API notebooks/ developer", "developer", "api", "/api/v1/notebooks/"),
         Scenario("API me developer", "developer", "api", "/api/v1/me"),
+        *[
+            Scenario(f"page Home ({persona})", persona, "page", "/home/")
+            for persona in ("admin", "lead", "developer")
+        ],
         Scenario("page My requests (developer)", "developer", "page", "/requests/"),
         Scenario("page Approvals (lead)", "lead", "page", "/approvals/"),
         Scenario("page Tenants (admin)", "admin", "page", "/manage/tenants/"),
