@@ -389,15 +389,21 @@ def table(run: Run, verdicts: dict[str, list[str]]) -> list[str]:
     return lines
 
 
-def plans(run: Run, count: int = 4) -> list[str]:
-    """The plans of the slowest queries, as evidence of what a miss costs."""
+PLAN_WORDS = ("Seq Scan", "Index", "Sort Method", "Rows Removed", "Filter:")
+
+
+def plans(run: Run, count: int = 5) -> list[str]:
+    """What the slowest queries do, as evidence of what a miss costs: the top of each plan and
+    its scans, sorts and filters (the whole plans are in the JSON)."""
     lines = []
     slowest = sorted(run.calls.items(), key=lambda item: -item[1]["slowest_ms"])[:count]
     for name, call in slowest:
-        if call["plan"]:
-            lines.append(f"slowest query of {name} ({call['slowest_ms']:.0f} ms in-process):")
-            lines.append(f"    {call['slowest_sql'][:400]}")
-            lines += [f"    {line}" for line in call["plan"][:14]]
+        plan = call["plan"]
+        if not plan:
+            continue
+        lines.append(f"slowest query of {name} ({call['slowest_ms']:.0f} ms in-process):")
+        shown = plan[:2] + [line for line in plan[2:-1] if any(w in line for w in PLAN_WORDS)]
+        lines += [f"    {line.strip()}" for line in [*shown[:14], plan[-1]]]
     return lines
 
 
