@@ -503,7 +503,8 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
             f"data set {data.how} in {data.seconds:.0f} s; rounds of "
             f"{_knob('BENCH_SECONDS', 5.0):g} s; {CLIENTS} clients for req/s, one client for "
             "p50/p95/p99 (ms); SQL = queries of one call and their ms (in-process); load = the "
-            "highest 1-minute load average seen; cli = cores the load generator used"
+            "highest 1-minute load average seen; cli = cores the load generator used; verdict = "
+            "throughput against DRF (or bare), p95, and for a deep page its number of queries"
         ),
         *table(run, verdicts),
         "workers' resident memory after the run (MiB): "
