@@ -1,0 +1,171 @@
+"""The in-process side of `make bench`'s read scenarios, run once per benchmark against the
+seeded database: `python -m tests.bench.probe OUT.json` (DATABASE_URL naming that database).
+
+1. Signs the personas in through the project's own code: a personal API token each
+   (`api_token_create`) and a browser session each (Django's `login`, as the sign-in page does).
+2. Lists the scenarios, with the deep pages that this data set has.
+3. Calls each scenario once through Django's test client to warm up, then again under
+   `CaptureQueriesContext`: the status, the number of SQL queries and their time, and the
+   slowest query with its `EXPLAIN (ANALYZE, BUFFERS)`.
+Writes all of it as JSON to OUT.json for the benchmark (tests/bench/bench_portal_reads.py).
+"""
+
+import json
+import math
+import os
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    persona: str  # "admin", "lead", "developer", or "" for no credentials
+    kind: str  # "api" (token), "page" (session cookie), "health" (none)
+    path: str
+    # What a deep page is compared with for a constant number of queries (its page 1).
+    first_page_of: str = ""
+
+
+PAGE_SIZE = 50
+DEEPEST = 2000  # the deepest page looked at, as the issue's table did
+
+
+def _deep(count: int) -> int:
+    return max(1, min(DEEPEST, math.ceil(count / PAGE_SIZE)))
+
+
+def scenarios(personas: dict[str, Any], deep: dict[str, int], tenant: str) -> list[Scenario]:
+    rows = [Scenario("/healthz", "", "health", "/healthz")]
+    for persona in ("admin", "lead", "developer"):
+        first = f"API requests/ {persona} p1"
+        page = deep[f"requests {persona}"]
+        rows += [
+            Scenario(first, persona, "api", "/api/v1/requests/"),
+            Scenario(
+                f"API requests/ {persona} p{page}",
+                persona,
+                "api",
+                f"/api/v1/requests/?page={page}",
+                first_page_of=first,
+            ),
+        ]
+    page = deep["audit admin"]
+    rows += [
+        Scenario("API audit-events/ admin p1", "admin", "api", "/api/v1/audit-events/"),
+        Scenario(
+            f"API audit-events/ admin p{page}",
+            "admin",
+            "api",
+            f"/api/v1/audit-events/?page={page}",
+            first_page_of="API audit-events/ admin p1",
+        ),
+        Scenario("API tenants/ admin", "admin", "api", "/api/v1/tenants/"),
+        Scenario("API notebooks/ admin", "admin", "api", "/api/v1/notebooks/"),
+        Scenario("API notebooks/ developer", "developer", "api", "/api/v1/notebooks/"),
+        Scenario("API me developer", "developer", "api", "/api/v1/me"),
+        *[
+            Scenario(f"page Home ({persona})", persona, "page", "/home/")
+            for persona in ("admin", "lead", "developer")
+        ],
+        Scenario("page My requests (developer)", "developer", "page", "/requests/"),
+        Scenario("page Approvals (lead)", "lead", "page", "/approvals/"),
+        Scenario("page Tenants (admin)", "admin", "page", "/manage/tenants/"),
+        Scenario(f"page tenant {tenant} (lead)", "lead", "page", f"/tenants/{tenant}/"),
+        Scenario("page Audit log (admin)", "admin", "page", "/audit/"),
+    ]
+    return rows
+
+
+def _sign_in(user: Any) -> dict[str, str]:
+    from django.conf import settings  # noqa: PLC0415
+    from django.test import Client  # noqa: PLC0415
+
+    from portal.accounts.tokens import api_token_create  # noqa: PLC0415
+
+    issued = api_token_create(actor=user, name="make bench", expires_in_days=1)
+    client = Client()
+    client.force_login(user)
+    return {
+        "username": user.username,
+        "token": issued.text,
+        "session": client.cookies[settings.SESSION_COOKIE_NAME].value,
+    }
+
+
+def _plan(sql: str) -> list[str]:
+    from django.db import connection  # noqa: PLC0415
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")
+            return [row[0] for row in cursor.fetchall()]
+    except Exception as error:  # noqa: BLE001  (a plan is evidence, not a result)
+        return [f"EXPLAIN failed: {error}"]
+
+
+def _call(scenario: Scenario, personas: dict[str, Any]) -> dict[str, Any]:
+    from django.conf import settings  # noqa: PLC0415
+    from django.db import connection  # noqa: PLC0415
+    from django.test import Client  # noqa: PLC0415
+    from django.test.utils import CaptureQueriesContext  # noqa: PLC0415
+
+    client = Client()
+    headers: dict[str, str] = {}
+    if scenario.kind == "api":
+        headers["Authorization"] = f"Bearer {personas[scenario.persona]['token']}"
+    elif scenario.kind == "page":
+        client.cookies[settings.SESSION_COOKIE_NAME] = personas[scenario.persona]["session"]
+    client.get(scenario.path, headers=headers)  # warm: first-call caches are not the point
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(scenario.path, headers=headers)
+    queries = [(float(query["time"]) * 1000, query["sql"]) for query in captured.captured_queries]
+    slowest_ms, slowest_sql = max(queries, default=(0.0, ""))
+    return {
+        "status": response.status_code,
+        "queries": len(queries),
+        "sql_ms": round(sum(ms for ms, _sql in queries), 2),
+        "slowest_ms": round(slowest_ms, 2),
+        "slowest_sql": slowest_sql,
+        "plan": _plan(slowest_sql) if slowest_ms >= 5 else [],
+    }
+
+
+def main(out: str) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    import django  # noqa: PLC0415
+
+    django.setup()
+    from django.test.utils import setup_test_environment  # noqa: PLC0415
+
+    from portal.accounts.models import User  # noqa: PLC0415
+    from portal.allocations.selectors import gpu_requests_for  # noqa: PLC0415
+    from portal.core.selectors import audit_events_for  # noqa: PLC0415
+    from tests.bench import scale  # noqa: PLC0415
+
+    setup_test_environment()  # the test client's host, as in the tests
+    shape = scale.Shape.at(scale.bench_scale())
+    users = {
+        "admin": User.objects.get(username=scale.ADMIN),
+        "lead": User.objects.get(username=scale.lead_username()),
+        "developer": User.objects.get(username=scale.developer_username(shape)),
+    }
+    personas = {role: _sign_in(user) for role, user in users.items()}
+    deep = {
+        f"requests {role}": _deep(gpu_requests_for(user).count()) for role, user in users.items()
+    }
+    deep["audit admin"] = _deep(audit_events_for(users["admin"]).count())
+    listed = scenarios(personas, deep, scale.tenant_slug(0))
+    calls = {scenario.name: _call(scenario, personas) for scenario in listed}
+    result = {
+        "personas": personas,
+        "scenarios": [asdict(scenario) for scenario in listed],
+        "calls": calls,
+    }
+    with open(out, "w", encoding="utf-8") as file:  # noqa: PTH123
+        json.dump(result, file, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
