@@ -2,7 +2,7 @@
 admin's navigation fits one line at 1280 px with Sign out in view."""
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, FloatRect, Page, expect
 
 from portal.allocations.services import gpu_request_submit
 from tests.conftest import PASSWORD
@@ -134,7 +134,7 @@ def test_a_skip_link_leads_to_the_main_content(live_server, browser: Browser, de
 
 
 # Whether two boxes (x, y, width, height) share any area.
-def overlap(one: dict[str, float], other: dict[str, float]) -> bool:
+def overlap(one: FloatRect, other: FloatRect) -> bool:
     return not (
         one["x"] + one["width"] <= other["x"]
         or other["x"] + other["width"] <= one["x"]
@@ -149,7 +149,7 @@ def test_the_language_switcher_fits_beside_the_time_zone_before_and_after_sign_i
     live_server, browser: Browser, developer, viewport, language
 ) -> None:
     context = browser.new_context(
-        viewport=viewport,  # type: ignore[arg-type]
+        viewport=viewport,
         extra_http_headers={"Accept-Language": language},
     )
     page = context.new_page()
