@@ -6,7 +6,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -19,6 +18,7 @@ from portal.core.confirm import Question, confirm_page, confirmed
 from portal.core.errors import InvalidTransition, QuotaExceeded, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
+from portal.core.pagination import BoundedPaginator
 from portal.core.visibility import get_visible_or_404
 from tenants import services
 from tenants.access import Access, allows, role_in, tenant_for, tenants_led_by
@@ -93,7 +93,7 @@ def manage(request: AuthenticatedHttpRequest) -> HttpResponse:
         queryset=tenants_with_members(Tenant.objects.visible_to(request.user)),
         request=request,
     )
-    page = Paginator(tenants.qs.order_by("slug"), TENANTS_PER_PAGE).get_page(
+    page = BoundedPaginator(tenants.qs.order_by("slug"), TENANTS_PER_PAGE).get_page(
         request.GET.get("page")
     )
     lines = quota_lines_for(tenant.pk for tenant in page)
@@ -318,7 +318,9 @@ def quota_request_decide(request: AuthenticatedHttpRequest, slug: str, pk: int) 
 def quota_queue(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The admin's queue of pending quota requests across tenants, oldest first."""
     _require_admin(request)
-    page = Paginator(quota_requests_pending(), TENANTS_PER_PAGE).get_page(request.GET.get("page"))
+    page = BoundedPaginator(quota_requests_pending(), TENANTS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
     return render(request, "tenants/quota_queue.html", {"page": page})
 
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -27,6 +26,7 @@ from portal.core.confirm import Question, confirm_page, confirmed
 from portal.core.errors import InvalidTransition
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_page
+from portal.core.pagination import BoundedPaginator
 
 PER_PAGE = 25
 TEMPLATE = "accounts/tokens.html"
@@ -41,7 +41,7 @@ def _form(request: AuthenticatedHttpRequest, *, bound: bool) -> ApiTokenForm:
 
 
 def _context(request: AuthenticatedHttpRequest, **extra: Any) -> dict[str, Any]:
-    page = Paginator(api_tokens_of(request.user), PER_PAGE).get_page(request.GET.get("page"))
+    page = BoundedPaginator(api_tokens_of(request.user), PER_PAGE).get_page(request.GET.get("page"))
     return {"page": page, **extra}
 
 

@@ -9,7 +9,6 @@ from django.contrib.auth import login, logout
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -27,6 +26,7 @@ from portal.accounts.selectors import (
 from portal.accounts.sso import sso_logout_url, sso_sign_in_finish, sso_sign_in_start
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.navigation import start_url_for
+from portal.core.pagination import BoundedPaginator
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ def sign_out(request: HttpRequest) -> HttpResponse:
 def identity(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Admins: the sign-in mapping in force, and what it gave each user at their last sign-in."""
     users = UserFilter(request.GET, queryset=users_for_identity(request.user), request=request)
-    page = Paginator(users.qs, 25).get_page(request.GET.get("page"))
+    page = BoundedPaginator(users.qs, 25).get_page(request.GET.get("page"))
     return render(
         request,
         "accounts/identity.html",

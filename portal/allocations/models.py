@@ -5,7 +5,8 @@ from django.utils.translation import gettext_lazy as _
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.visibility import VisibleQuerySet, register_scope
-from tenants.access import sees_everything, tenants_led_by
+from tenants.access import in_tenants_of_user, sees_everything
+from tenants.models import MemberRole
 
 
 class RequestState(models.TextChoices):
@@ -79,9 +80,14 @@ class GpuRequest(models.Model):
     class Meta:
         verbose_name = _("GPU request")
         ordering = ["-created_at", "-id"]
+        # The lists' order, alone (everything: admins, finance) and after each branch of the
+        # visibility filter (one's own; a led tenant's), so a page is an index range, not a sort.
         indexes = [
             models.Index(fields=["tenant", "gpu_model", "state"]),
             models.Index(fields=["state", "ends_at"]),
+            models.Index(fields=["-created_at", "-id"], name="gpurequest_newest"),
+            models.Index(fields=["requester", "-created_at", "-id"], name="gpurequest_own_newest"),
+            models.Index(fields=["tenant", "-created_at", "-id"], name="gpurequest_tenant_newest"),
         ]
         constraints = gpu_eq_constraints("gpu_eq", model="gpurequest")
 
@@ -95,7 +101,7 @@ def _visible_gpu_requests(
     """Admins and finance: all; leads: their tenants'; everyone: their own."""
     if sees_everything(user):
         return requests
-    return requests.filter(models.Q(requester=user) | models.Q(tenant__in=tenants_led_by(user)))
+    return requests.filter(models.Q(requester=user) | in_tenants_of_user(user, [MemberRole.LEAD]))
 
 
 register_scope(GpuRequest, _visible_gpu_requests)
@@ -159,7 +165,7 @@ def _visible_extensions(
     return extensions.filter(
         models.Q(requested_by=user)
         | models.Q(request__requester=user)
-        | models.Q(request__tenant__in=tenants_led_by(user))
+        | in_tenants_of_user(user, [MemberRole.LEAD], path="request__tenant")
     )
 
 

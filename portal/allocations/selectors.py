@@ -30,7 +30,7 @@ from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
 from portal.core.registry import Slot
 from portal.core.visibility import VisibleQuerySet, get_visible_or_404
-from tenants.access import role_in, tenants_led_by
+from tenants.access import in_tenants_of_user, role_in
 from tenants.models import MemberRole, Quota, Tenant
 
 # How many units of an offering the clusters have free now (None: not read yet). The cluster
@@ -165,7 +165,7 @@ def approvals_queue_for(user: User) -> QuerySet[GpuRequest]:
     pending = gpu_requests_for(user).filter(state="pending").order_by("created_at", "id")
     if user.is_portal_admin:
         return pending
-    return pending.filter(tenant__in=tenants_led_by(user))
+    return pending.filter(in_tenants_of_user(user, [MemberRole.LEAD]))
 
 
 def _extensions() -> VisibleQuerySet[GpuRequestExtension]:
@@ -194,7 +194,9 @@ def extensions_queue_for(user: User) -> QuerySet[GpuRequestExtension]:
     first; a lead's own are listed too (another lead or an admin decides them)."""
     pending = extensions_for(user).filter(state=ExtensionState.PENDING)
     if not user.is_portal_admin:
-        pending = pending.filter(request__tenant__in=tenants_led_by(user))
+        pending = pending.filter(
+            in_tenants_of_user(user, [MemberRole.LEAD], path="request__tenant")
+        )
     return pending.order_by("created_at", "id")
 
 
@@ -208,14 +210,16 @@ def pending_extensions_by_request(requests: list[GpuRequest]) -> dict[int, GpuRe
 
 def pending_approvals_count(user: User) -> int:
     """How many requests and extensions wait for `user`'s decision: in the tenants they lead
-    (all tenants for an admin), leaving out a lead's own, which another lead decides. Two
-    queries; 0 for anyone who decides nothing."""
+    (all tenants for an admin), leaving out a lead's own, which another lead decides. One
+    query (with the user's tenants, read once per request, for a lead); 0 for anyone who
+    decides nothing."""
     requests = approvals_queue_for(user)
     extensions = extensions_queue_for(user)
     if not user.is_portal_admin:
         requests = requests.exclude(requester=user)
         extensions = extensions.exclude(Q(requested_by=user) | Q(request__requester=user))
-    return requests.order_by().count() + extensions.order_by().count()
+    waiting = requests.order_by().values("pk").union(extensions.order_by().values("pk"), all=True)
+    return waiting.count()
 
 
 @dataclass(frozen=True)

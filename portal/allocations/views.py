@@ -7,7 +7,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
@@ -52,6 +51,7 @@ from portal.core.errors import (
 from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, polled_page
+from portal.core.pagination import BoundedPaginator
 from tenants.access import Access, tenant_for, tenants_led_by, tenants_where
 from tenants.models import Tenant, TenantState
 
@@ -174,7 +174,7 @@ def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
 def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My requests; while any is pending, htmx polls the table, then stops (HTTP 286)."""
     requests = gpu_requests_for(request.user).filter(requester=request.user)
-    page = Paginator(requests, PER_PAGE).get_page(request.GET.get("page"))
+    page = BoundedPaginator(requests, PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = with_waiting(with_costs(list(page.object_list), lambda row: row))
     _with_pending_extensions(page.object_list)
     waiting = requests.filter(state=RequestState.PENDING).exists()
@@ -393,11 +393,11 @@ def approvals(request: AuthenticatedHttpRequest) -> HttpResponse:
     """A lead's queue in their tenants: pending requests, and pending extensions of
     allocations, each with the quota left for its model; filter by tenant, oldest first."""
     queue = GpuRequestFilter(request.GET, queryset=_require_approver(request), request=request)
-    page = Paginator(queue.qs, PER_PAGE).get_page(request.GET.get("page"))
+    page = BoundedPaginator(queue.qs, PER_PAGE).get_page(request.GET.get("page"))
     waiting = GpuRequestExtensionFilter(
         request.GET, queryset=extensions_queue_for(request.user), request=request
     )
-    extensions = Paginator(waiting.qs, PER_PAGE).get_page(request.GET.get("extensions_page"))
+    extensions = BoundedPaginator(waiting.qs, PER_PAGE).get_page(request.GET.get("extensions_page"))
     rows: list[GpuRequest] = list(page.object_list)
     pending: list[GpuRequestExtension] = list(extensions.object_list)
     left = quota_left_for([*rows, *(extension.request for extension in pending)])
@@ -461,7 +461,7 @@ def all_requests(request: AuthenticatedHttpRequest) -> HttpResponse:
     requests = GpuRequestFilter(
         request.GET, queryset=gpu_requests_for(request.user), request=request
     )
-    page = Paginator(requests.qs, PER_PAGE).get_page(request.GET.get("page"))
+    page = BoundedPaginator(requests.qs, PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = with_waiting(list(page.object_list))
     return render(request, "allocations/all.html", {"page": page, "filters": requests.form})
 

@@ -1,7 +1,248 @@
+"""Pages of lists that may hold millions of rows: counted up to a bound, walked by keyset.
+
+Two costs grow with a table, and neither is paid here:
+- Counting every row a list may show (`COUNT(*)` over a million requests or audit events on
+  every page). `BoundedPaginator` counts at most `COUNT_LIMIT` rows (a `COUNT` over a `LIMIT`,
+  an index range at most that long); past it the count says "at least" (`count_exact` false in
+  the API, "10,000+" on pages), and page numbers stop at the bound.
+- Skipping rows with OFFSET to reach a deep page. The API's `next` link is a keyset cursor
+  (`?cursor=`): the values of the list's order columns in its last row, so the next page starts
+  where the previous ended with an index range, at any depth. Page numbers stay for the first
+  pages (`?page=`), as the API contract says.
+"""
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from django.core.paginator import Page, Paginator
+from django.db import models
+from django.db.models import Q, QuerySet
+from django.utils.functional import cached_property
+from django.utils.translation import gettext as _
+from rest_framework import exceptions
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
+
+from portal.core.errors import NotFound, ValidationFailed
+
+# The most rows a list counts. Past it a page says "10,000+", and page numbers stop at the
+# page holding the 10,000th row; the API's cursors go on.
+COUNT_LIMIT = 10_000
+CURSOR_PARAM = "cursor"
+
+# A list's order as (field, descending) pairs.
+type Order = list[tuple[models.Field[Any, Any], bool]]
+
+
+class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in the stubs
+    """Django's paginator, counting at most `COUNT_LIMIT` rows of a queryset."""
+
+    @cached_property
+    def _counted(self) -> int:
+        """The rows, or `COUNT_LIMIT + 1` when there are more."""
+        objects = self.object_list
+        if not isinstance(objects, QuerySet):
+            return len(objects)
+        counted: int = objects[: COUNT_LIMIT + 1].count()
+        return counted
+
+    @cached_property
+    def count(self) -> int:
+        return min(self._counted, COUNT_LIMIT)
+
+    @property
+    def count_exact(self) -> bool:
+        """False when there are more rows than `count` says."""
+        return self._counted <= COUNT_LIMIT
+
+
+def _order_fields(rows: QuerySet[Any]) -> Order | None:
+    """The (field, descending) pairs `rows` is ordered by, when a keyset can follow them: plain
+    non-null columns of the model itself, ending with the primary key (so the order is total)."""
+    names = list(rows.query.order_by or rows.model._meta.ordering)
+    if not names or not all(isinstance(name, str) for name in names):
+        return None
+    fields = []
+    for name in names:
+        descending = name.startswith("-")
+        attname = name.lstrip("-")
+        try:
+            field = rows.model._meta.get_field("id" if attname == "pk" else attname)
+        except Exception:  # noqa: BLE001 - a related path or an annotation: no keyset
+            return None
+        if not field.concrete or field.null or field.is_relation:
+            return None
+        fields.append((field, descending))
+    if not fields[-1][0].primary_key:
+        return None
+    return fields
+
+
+def cursor_after(rows: QuerySet[Any], row: Any) -> str | None:
+    """The cursor of the page that follows `row` in `rows`' order (None when that order has no
+    keyset): what a page's next link carries when `row` ends it."""
+    order = _order_fields(rows)
+    if order is None:
+        return None
+    return _encode([getattr(row, field.attname) for field, _descending in order])
+
+
+def _encode(values: Sequence[Any]) -> str:
+    plain = [value.isoformat() if isinstance(value, datetime) else value for value in values]
+    return base64.urlsafe_b64encode(json.dumps(plain).encode()).decode().rstrip("=")
+
+
+def _decode(cursor: str, fields: Order) -> list[Any]:
+    invalid = ValidationFailed(
+        _("cursor: not a cursor of this list; follow the next link of its last page."),
+        fields={CURSOR_PARAM: [_("Not a cursor of this list with this sort.")]},
+    )
+    try:
+        plain = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, binascii.Error, RecursionError):
+        raise invalid from None
+    if not isinstance(plain, list) or len(plain) != len(fields):
+        raise invalid
+    try:
+        values = [
+            field.to_python(value)
+            for (field, _descending), value in zip(fields, plain, strict=True)
+        ]
+    except Exception:  # noqa: BLE001 - to_python raises ValidationError, TypeError, ...
+        raise invalid from None
+    if any(value is None for value in values):
+        raise invalid
+    return values
+
+
+def after(fields: Order, values: list[Any]) -> Q:
+    """The rows after `values` in the order of `fields`. The leading column's bound comes
+    first and alone (`created_at <= v`), so the scan starts there in the index; the rest breaks
+    the ties (`created_at < v OR (created_at = v AND id < w)`)."""
+
+    def beyond(index: int) -> Q:
+        field, descending = fields[index]
+        strictly = Q(**{f"{field.attname}__{'lt' if descending else 'gt'}": values[index]})
+        if index == len(fields) - 1:
+            return strictly
+        return strictly | (Q(**{field.attname: values[index]}) & beyond(index + 1))
+
+    leading, descending = fields[0]
+    bound = Q(**{f"{leading.attname}__{'lte' if descending else 'gte'}": values[0]})
+    return bound & beyond(0)
 
 
 class PagePagination(PageNumberPagination):
+    """`?page=` and `?page_size=` for the first pages, counted up to `COUNT_LIMIT`; `next` is a
+    keyset cursor where the list's order allows one (`?cursor=`, any depth)."""
+
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
+    django_paginator_class = BoundedPaginator
+
+    # What the page being answered holds (set by paginate_queryset).
+    _order: Order | None = None
+    _paginator: BoundedPaginator
+    _rows: list[Any]
+    _more: bool  # rows follow the last one
+    _by_cursor: bool = False
+
+    def paginate_queryset(  # type: ignore[override]
+        self, queryset: QuerySet[Any], request: Request, view: Any = None
+    ) -> list[Any] | None:
+        self.request = request
+        self._order = _order_fields(queryset) if isinstance(queryset, QuerySet) else None
+        cursor = request.query_params.get(CURSOR_PARAM)
+        self._by_cursor = cursor is not None
+        if cursor is None:
+            try:
+                rows = super().paginate_queryset(queryset, request, view)
+            except exceptions.NotFound:
+                raise NotFound(self._past_the_pages()) from None
+            page = cast("Page[Any]", self.page)
+            paginator = cast("BoundedPaginator", page.paginator)
+            self._paginator = paginator
+            self._rows = rows or []
+            self._more = page.has_next() or (
+                not paginator.count_exact and page.number == paginator.num_pages
+            )
+            return rows
+        if self._order is None:
+            raise ValidationFailed(
+                _("cursor: this list is read by page numbers."),
+                fields={CURSOR_PARAM: [_("This list is read by page numbers.")]},
+            )
+        size = self.get_page_size(request) or self.page_size
+        self.page = None
+        self._paginator = BoundedPaginator(queryset, size)
+        following = queryset.filter(after(self._order, _decode(cursor, self._order)))
+        rows = list(following[: size + 1])
+        self._rows, self._more = rows[:size], len(rows) > size
+        return self._rows
+
+    def _past_the_pages(self) -> str:
+        if self._order is not None:
+            return _(
+                "There is no such page: page numbers stop at %(limit)s rows. Follow the next"
+                " link (a cursor) to read further, or narrow the list with its filters."
+            ) % {"limit": f"{COUNT_LIMIT:,}"}
+        return _("There is no such page.")
+
+    def get_next_link(self) -> str | None:
+        if self._order is None:
+            return super().get_next_link()
+        if not self._more or not self._rows or self.request is None:
+            return None
+        values = [getattr(self._rows[-1], field.attname) for field, _descending in self._order]
+        url = remove_query_param(self.request.build_absolute_uri(), self.page_query_param)
+        return replace_query_param(url, CURSOR_PARAM, _encode(values))
+
+    def get_previous_link(self) -> str | None:
+        if self._by_cursor:
+            return None  # cursors go forward; the first page is the link without one
+        return super().get_previous_link()
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response(
+            {
+                "count": self._paginator.count,
+                "count_exact": self._paginator.count_exact,
+                "next": self.get_next_link(),
+                "previous": self.get_previous_link(),
+                "results": data,
+            }
+        )
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        described = super().get_paginated_response_schema(schema)
+        properties = described["properties"]
+        properties["count"]["description"] = (
+            f"rows in the list, counted up to {COUNT_LIMIT:,} (see count_exact)"
+        )
+        properties["count_exact"] = {
+            "type": "boolean",
+            "description": f"false when the list holds more than {COUNT_LIMIT:,} rows",
+        }
+        properties["next"]["description"] = "the next page: a cursor link where the list allows"
+        described["required"] = ["count", "count_exact", "results"]
+        return described
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        parameters.append(
+            {
+                "name": CURSOR_PARAM,
+                "required": False,
+                "in": "query",
+                "description": "where to go on: taken from a page's next link",
+                "schema": {"type": "string"},
+            }
+        )
+        return parameters

@@ -1,7 +1,6 @@
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template import loader
@@ -18,6 +17,7 @@ from portal.core.metrics import metrics_allowed
 from portal.core.middleware import is_api_request
 from portal.core.navigation import persona_of, start_url_for
 from portal.core.pages import error_page
+from portal.core.pagination import BoundedPaginator
 from portal.core.parsers import RequestTooLarge, too_large_message
 from portal.core.selectors import audit_events_for
 
@@ -148,7 +148,7 @@ def audit_log(request: AuthenticatedHttpRequest) -> HttpResponse:
     events = AuditEventFilter(
         request.GET or None, queryset=audit_events_for(request.user), request=request
     )
-    page = Paginator(events.qs, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    page = BoundedPaginator(events.qs, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     context = {"form": events.form, "page": page}
     template = "core/audit.html#audit-table" if request.htmx else "core/audit.html"
     return render(request, template, context)

@@ -7,7 +7,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -16,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import polled_page
+from portal.core.pagination import BoundedPaginator
 from portal.directory import services
 from portal.directory.models import ChangeState
 from portal.directory.selectors import (
@@ -48,7 +48,7 @@ def _status_context(request: AuthenticatedHttpRequest) -> dict[str, Any]:
     waiting = directory_changes_for(
         request.user, states=(ChangeState.PENDING, ChangeState.FAILED), queue_order=True
     )
-    page = Paginator(waiting, PER_PAGE).get_page(request.GET.get("page"))
+    page = BoundedPaginator(waiting, PER_PAGE).get_page(request.GET.get("page"))
     reports = list(directory_reports_for(request.user)[:LATEST_REPORTS])
     asked = _reconcile_asked_at(request)
     awaiting_report = asked is not None and not any(

@@ -30,7 +30,8 @@ from django.utils.translation import gettext_lazy as _
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.visibility import VisibleQuerySet, register_scope
-from tenants.access import sees_everything, tenants_led_by
+from tenants.access import in_tenants_of_user, sees_everything, tenants_led_by
+from tenants.models import MemberRole
 
 MICRO = Decimal("0.000001")
 
@@ -287,7 +288,7 @@ def _visible_usage(
     """Finance and admins: all, unattributed too; leads: their tenants'; everyone: their own."""
     if sees_everything(user):
         return records
-    return records.filter(models.Q(user=user) | models.Q(tenant__in=tenants_led_by(user)))
+    return records.filter(models.Q(user=user) | in_tenants_of_user(user, [MemberRole.LEAD]))
 
 
 def _visible_daily(rows: models.QuerySet[UsageDaily], user: User) -> models.QuerySet[UsageDaily]:

@@ -6,7 +6,8 @@ from django.utils.translation import gettext_lazy, pgettext_lazy
 from portal.accounts.models import User
 from portal.core.validators import slug_validator
 from portal.core.visibility import VisibleQuerySet, register_scope
-from tenants.access import tenants_led_by, tenants_of
+from tenants.access import in_tenants_of_user
+from tenants.models import MemberRole
 
 
 class Desired(models.TextChoices):
@@ -92,6 +93,9 @@ class Notebook(models.Model):
             models.Index(fields=["tenant", "state"]),
             models.Index(fields=["owner", "state"]),
             models.Index(fields=["cluster", "state"]),
+            models.Index(fields=["-created_at", "-id"], name="notebook_newest"),
+            models.Index(fields=["owner", "-created_at", "-id"], name="notebook_own_newest"),
+            models.Index(fields=["tenant", "-created_at", "-id"], name="notebook_tenant_newest"),
         ]
         constraints = [
             # One notebook per allocation: a retried launch cannot hold the GPU twice.
@@ -121,8 +125,8 @@ def _visible_notebooks(
     their led tenants' notebooks. Whoever sees a notebook may stop, start and delete it."""
     if user.is_portal_admin:
         return notebooks
-    own = models.Q(owner=user, tenant__in=tenants_of(user))
-    return notebooks.filter(own | models.Q(tenant__in=tenants_led_by(user)))
+    own = models.Q(owner=user) & in_tenants_of_user(user)
+    return notebooks.filter(own | in_tenants_of_user(user, [MemberRole.LEAD]))
 
 
 register_scope(Notebook, _visible_notebooks)

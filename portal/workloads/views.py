@@ -6,7 +6,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -25,6 +24,7 @@ from portal.core.errors import NotFound, ValidationFailed
 from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_page, polled_page
+from portal.core.pagination import BoundedPaginator
 from portal.workloads import services
 from portal.workloads.filters import NotebookFilter
 from portal.workloads.forms import LaunchForm
@@ -49,7 +49,7 @@ def notebooks(request: AuthenticatedHttpRequest) -> HttpResponse:
     if not filters.form.cleaned_data.get("state"):  # the page hides deleted ones unless asked
         visible = visible.exclude(state=NotebookState.DELETED)
     filters.form.fields["state"].choices = [("", _("all but deleted")), *NotebookState.choices]  # type: ignore[attr-defined]
-    page = Paginator(visible, PER_PAGE).get_page(request.GET.get("page"))
+    page = BoundedPaginator(visible, PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = with_costs(list(page.object_list), lambda notebook: notebook.allocation)
     moving = any(notebook.state in MOVING_STATES for notebook in page)
     context = {"page": page, "moving": moving, "filters": filters.form, "now": timezone.now()}

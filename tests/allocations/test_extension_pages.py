@@ -147,7 +147,7 @@ def test_approvals_page_queries_do_not_grow_with_extensions(
             )
 
     add(2)
-    # The page (10) and the navigation's pending count (requests and extensions: 2).
+    # The page (10), the navigation's pending count (1) and the lead's tenants (1).
     with django_assert_max_num_queries(12):
         few = client.get("/approvals/")
     add(20)

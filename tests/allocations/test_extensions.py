@@ -307,7 +307,7 @@ def test_pending_approvals_count_is_what_the_user_may_decide(
     assert pending_approvals_count(outsider) == 0
 
 
-def test_pending_approvals_count_takes_at_most_two_queries(
+def test_pending_approvals_count_takes_at_most_two_queries_with_the_leads_tenants(
     django_assert_max_num_queries, lead, developer, allocation
 ) -> None:
     ask(developer, allocation)

@@ -3,7 +3,8 @@ seeded database: `python -m tests.bench.probe OUT.json` (DATABASE_URL naming tha
 
 1. Signs the personas in through the project's own code: a personal API token each
    (`api_token_create`) and a browser session each (Django's `login`, as the sign-in page does).
-2. Lists the scenarios, with the deep pages that this data set has.
+2. Lists the scenarios, with the deep pages that this data set has. A deep page is read as a
+   client that followed the `next` links gets it: by the cursor of the row before it.
 3. Calls each scenario once through Django's test client to warm up, then again under
    `CaptureQueriesContext`: the status, the number of SQL queries and their time, and the
    slowest query with its `EXPLAIN (ANALYZE, BUFFERS)`.
@@ -32,33 +33,41 @@ PAGE_SIZE = 50
 DEEPEST = 2000  # the deepest page looked at, as the issue's table did
 
 
-def _deep(count: int) -> int:
-    return max(1, min(DEEPEST, math.ceil(count / PAGE_SIZE)))
+def _deep_page(rows: Any) -> tuple[int, str]:
+    """The deepest page of `rows` looked at (at most DEEPEST), and the query string that reads
+    it as its previous page's next link does: the cursor of that page's last row."""
+    from portal.core.pagination import cursor_after  # noqa: PLC0415
+
+    page = max(2, min(DEEPEST, math.ceil(rows.count() / PAGE_SIZE)))
+    before = rows[(page - 1) * PAGE_SIZE - 1]
+    return page, f"cursor={cursor_after(rows, before)}"
 
 
-def scenarios(personas: dict[str, Any], deep: dict[str, int], tenant: str) -> list[Scenario]:
+def scenarios(
+    personas: dict[str, Any], deep: dict[str, tuple[int, str]], tenant: str
+) -> list[Scenario]:
     rows = [Scenario("/healthz", "", "health", "/healthz")]
     for persona in ("admin", "lead", "developer"):
         first = f"API requests/ {persona} p1"
-        page = deep[f"requests {persona}"]
+        page, cursor = deep[f"requests {persona}"]
         rows += [
             Scenario(first, persona, "api", "/api/v1/requests/"),
             Scenario(
                 f"API requests/ {persona} p{page}",
                 persona,
                 "api",
-                f"/api/v1/requests/?page={page}",
+                f"/api/v1/requests/?{cursor}",
                 first_page_of=first,
             ),
         ]
-    page = deep["audit admin"]
+    page, cursor = deep["audit admin"]
     rows += [
         Scenario("API audit-events/ admin p1", "admin", "api", "/api/v1/audit-events/"),
         Scenario(
             f"API audit-events/ admin p{page}",
             "admin",
             "api",
-            f"/api/v1/audit-events/?page={page}",
+            f"/api/v1/audit-events/?{cursor}",
             first_page_of="API audit-events/ admin p1",
         ),
         Scenario("API tenants/ admin", "admin", "api", "/api/v1/tenants/"),
@@ -152,10 +161,8 @@ def main(out: str) -> None:
         "developer": User.objects.get(username=scale.developer_username(shape)),
     }
     personas = {role: _sign_in(user) for role, user in users.items()}
-    deep = {
-        f"requests {role}": _deep(gpu_requests_for(user).count()) for role, user in users.items()
-    }
-    deep["audit admin"] = _deep(audit_events_for(users["admin"]).count())
+    deep = {f"requests {role}": _deep_page(gpu_requests_for(user)) for role, user in users.items()}
+    deep["audit admin"] = _deep_page(audit_events_for(users["admin"]))
     listed = scenarios(personas, deep, scale.tenant_slug(0))
     calls = {scenario.name: _call(scenario, personas) for scenario in listed}
     result = {

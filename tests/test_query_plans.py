@@ -1,0 +1,118 @@
+"""The big lists of each persona read an index, not the whole table (issue 19).
+
+The data has the shape of `make bench`'s data set (tests/bench/scale.py) at a twentieth of its
+size: 50 tenants, 500 users, 50,000 requests and 50,000 audit events, analysed as PostgreSQL
+sees them. Each persona's requests, audit events and notebooks are read through the API (page
+1, a deep page by number, the page after it by cursor) and the pages; every query of those
+calls that reads a big table is explained, and none may scan it sequentially.
+"""
+
+import re
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from portal.accounts.models import User
+from tests.bench import scale
+
+SCALE = 0.05
+BIG_TABLES = ("allocations_gpurequest", "core_auditevent", "workloads_notebook")
+PERSONAS = ("admin", "lead", "developer")
+API = "/api/v1/"
+
+
+def _seeded() -> dict[str, User]:
+    shape = scale.Shape.at(SCALE)
+    scale.Seeder(shape, datetime.now(UTC)).run()
+    return {
+        "admin": User.objects.get(username=scale.ADMIN),
+        "lead": User.objects.get(username=scale.lead_username()),
+        "developer": User.objects.get(username=scale.developer_username(shape)),
+    }
+
+
+def _scans_in(sql: str) -> list[str]:
+    """The big tables the plan of `sql` scans sequentially, each with the query and plan."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {sql}")
+        plan = [row[0] for row in cursor.fetchall()]
+    return [
+        f"{table}\n  {sql[:300]}\n  " + "\n  ".join(plan)
+        for table in BIG_TABLES
+        if any(re.search(rf"Seq Scan on {table}\b", line) for line in plan)
+    ]
+
+
+def _sequential_scans(client: Client, url: str) -> tuple[list[str], dict[str, object] | None]:
+    """The big tables `url` scans sequentially (with the query and plan), and its JSON."""
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, (url, response.status_code)
+    found = []
+    for query in captured.captured_queries:
+        sql = query["sql"]
+        if not sql.lstrip().upper().startswith("SELECT") or not any(
+            table in sql for table in BIG_TABLES
+        ):
+            continue
+        found += [f"{url}: {scan}" for scan in _scans_in(sql)]
+    body = response.json() if response["Content-Type"].startswith("application/json") else None
+    return found, body
+
+
+def _path(link: str) -> str:
+    parts = urlsplit(link)
+    return f"{parts.path}?{parts.query}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_personas_big_lists_read_an_index_on_the_bench_shape() -> None:
+    people = _seeded()
+    pages = {
+        "admin": ["/requests/", "/manage/requests/", "/approvals/", "/audit/", "/notebooks/"],
+        "lead": ["/requests/", "/approvals/", "/audit/", "/notebooks/"],
+        "developer": ["/requests/", "/notebooks/"],
+    }
+    scans: list[str] = []
+    read = 0
+    for persona in PERSONAS:
+        client = Client()
+        client.force_login(people[persona])
+        for list_path in ("requests/", "audit-events/", "notebooks/"):
+            found, first = _sequential_scans(client, f"{API}{list_path}")
+            scans += found
+            read += 1
+            assert first is not None
+            # A deep page by number (the last one counted, at most 40; notebooks are too few
+            # at this size for a deep page to be read from the index), then the page after
+            # it by its cursor.
+            deep = max(1, min(40, -(-int(first["count"]) // 50)))  # type: ignore[call-overload]
+            if list_path == "notebooks/":
+                deep = 1
+            found, body = _sequential_scans(client, f"{API}{list_path}?page={deep}")
+            scans += found
+            read += 1
+            assert body is not None
+            if body["next"]:
+                found, _body = _sequential_scans(client, _path(str(body["next"])))
+                scans += found
+                read += 1
+        for page in pages[persona]:
+            found, _body = _sequential_scans(client, page)
+            scans += found
+            read += 1
+    assert read >= 30
+    assert not scans, "\n\n".join(scans)
+
+
+@pytest.mark.django_db
+def test_the_check_sees_a_sequential_scan() -> None:
+    """The finder above notices a query that reads a whole big table."""
+    scans = _scans_in("SELECT id FROM core_auditevent WHERE comment LIKE '%x%'")
+    assert len(scans) == 1
+    assert scans[0].startswith("core_auditevent")
+    assert _scans_in("SELECT id FROM core_auditevent WHERE id = 1") == []
