@@ -8,7 +8,7 @@ from portal.accounts.models import User
 from portal.core.home import HOME_ROWS, home_register
 from tenants.access import tenants_led_by
 from tenants.models import Tenant, TenantState
-from tenants.selectors import QuotaLine, quota_lines_for
+from tenants.selectors import QuotaLine, quota_lines_for, quota_lines_over
 
 
 @dataclass(frozen=True)
@@ -47,17 +47,12 @@ def quota_burn_context(user: User) -> dict[str, Any]:
 
 def attention_context(user: User) -> dict[str, Any]:
     """Suspended tenants and tenants whose allocations hold more than their quota (a quota was
-    lowered below what is held). Three queries whatever the number of tenants."""
+    lowered below what is held). Five queries whatever the number of tenants."""
     tenants = Tenant.objects.visible_to(user)
     suspended = tenants.filter(state=TenantState.SUSPENDED).order_by("slug")
     suspended_rows = list(suspended[: HOME_ROWS + 1])
     active = dict(tenants.filter(state=TenantState.ACTIVE).values_list("pk", "slug"))
-    over = [
-        (active[tenant_id], line)
-        for tenant_id, lines in quota_lines_for(active).items()
-        for line in lines
-        if line.remaining < 0
-    ]
+    over = [(active[tenant_id], line) for tenant_id, line in quota_lines_over(active)]
     over.sort(key=lambda row: (row[0], row[1].gpu_model.name))
     return {
         "suspended": suspended_rows[:HOME_ROWS],

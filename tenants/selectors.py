@@ -78,6 +78,31 @@ def quota_lines_for(tenant_ids: Iterable[int]) -> dict[int, list[QuotaLine]]:
     return lines
 
 
+def quota_lines_over(tenant_ids: Iterable[int]) -> list[tuple[int, QuotaLine]]:
+    """The quota lines whose allocations hold more than the quota (a quota lowered below what
+    is held), as (tenant id, line), in three queries. Unlike `quota_lines_for` it builds a line
+    only for those: at a thousand tenants the comparison is of plain numbers."""
+    ids = list(tenant_ids)
+    used = allocations_held.get()(ids, None)
+    if not used:
+        return []
+    quotas = Quota.objects.filter(
+        tenant_id__in={tenant_id for tenant_id, _model in used}
+    ).order_by()
+    over = [
+        (tenant_id, gpu_model_id, Fraction(numerator, denominator))
+        for tenant_id, gpu_model_id, numerator, denominator in quotas.values_list(
+            "tenant_id", "gpu_model_id", "gpu_eq_num", "gpu_eq_den"
+        )
+        if used.get((tenant_id, gpu_model_id), 0) > Fraction(numerator, denominator)
+    ]
+    models = GpuModel.objects.in_bulk({gpu_model_id for _tenant, gpu_model_id, _quota in over})
+    return [
+        (tenant_id, QuotaLine(models[gpu_model_id], quota, used[tenant_id, gpu_model_id]))
+        for tenant_id, gpu_model_id, quota in over
+    ]
+
+
 def quota_lines(tenant: Tenant) -> list[QuotaLine]:
     return quota_lines_for([tenant.pk])[tenant.pk]
 
