@@ -19,6 +19,7 @@ from portal.allocations.selectors import (
     gpu_requests_for,
 )
 from portal.core.home import HOME_ROWS, home_register
+from portal.core.pagination import first_with_count
 from tenants.selectors import quota_lines_for
 
 # How many of the user's latest requests "request again" looks through for different asks.
@@ -39,10 +40,10 @@ def request_again_url(gpu_request: GpuRequest) -> str:
 
 def my_allocations_context(user: User) -> dict[str, Any]:
     """The user's own pending requests and allocations, ending soonest first, and their latest
-    different asks to make again. Three queries."""
+    different asks to make again. Two queries."""
     mine = gpu_requests_for(user).filter(requester=user)
     current = mine.filter(state__in=(RequestState.PENDING, *HOLDING_STATES))
-    rows = list(current.order_by("ends_at", "created_at", "id")[:HOME_ROWS])
+    rows, count = first_with_count(current.order_by("ends_at", "created_at", "id"), HOME_ROWS)
     again: list[tuple[GpuRequest, str]] = []
     seen: set[tuple[object, ...]] = set()
     for gpu_request in mine.order_by("-created_at", "-id")[:RECENT_REQUESTS]:
@@ -53,7 +54,7 @@ def my_allocations_context(user: User) -> dict[str, Any]:
         again.append((gpu_request, request_again_url(gpu_request)))
     return {
         "allocations": rows,
-        "allocation_count": current.count() if len(rows) == HOME_ROWS else len(rows),
+        "allocation_count": count,
         "request_again": again,
         "now": timezone.now(),
     }
@@ -75,9 +76,8 @@ PendingSource = Callable[[User], tuple[int, list[GpuRequest]]]
 
 
 def pending_requests(user: User) -> tuple[int, list[GpuRequest]]:
-    queue = approvals_queue_for(user)
-    rows = list(queue[:HOME_ROWS])
-    return (queue.count() if len(rows) == HOME_ROWS else len(rows)), rows
+    rows, count = first_with_count(approvals_queue_for(user), HOME_ROWS)
+    return count, rows
 
 
 def pending_extensions(user: User) -> tuple[int, list[GpuRequest]]:
@@ -85,13 +85,12 @@ def pending_extensions(user: User) -> tuple[int, list[GpuRequest]]:
     queue = extensions_queue_for(user).select_related(
         "request__tenant", "request__requester", "request__offering"
     )
-    extensions = list(queue[:HOME_ROWS])
+    extensions, count = first_with_count(queue, HOME_ROWS)
     rows = []
     for extension in extensions:
         gpu_request = extension.request
         gpu_request.pending_extension = extension  # type: ignore[attr-defined]
         rows.append(gpu_request)
-    count = queue.count() if len(extensions) == HOME_ROWS else len(extensions)
     return count, rows
 
 
@@ -103,7 +102,7 @@ pending_sources: dict[str, PendingSource] = {
 
 def approvals_context(user: User) -> dict[str, Any]:
     """The oldest pending decisions, each with the quota left of its model in its tenant.
-    Two queries per pending source, two for the quotas."""
+    One query per pending source, two for the quotas."""
     counts: dict[str, int] = {}
     found: list[tuple[str, GpuRequest]] = []
     for kind, source in pending_sources.items():

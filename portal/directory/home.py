@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from portal.accounts.models import User
 from portal.core.home import HOME_ROWS, home_register
+from portal.core.pagination import first_with_count
 from portal.directory.models import ChangeState
 from portal.directory.selectors import directory_changes_for, directory_status_for
 
@@ -25,11 +26,11 @@ def stuck_changes_context(user: User) -> dict[str, Any]:
     stuck = changes.filter(
         Q(state=ChangeState.FAILED) | Q(created_at__lt=timezone.now() - STUCK_AFTER)
     )
-    rows = list(stuck[:HOME_ROWS])
+    rows, count = first_with_count(stuck, HOME_ROWS)
     return {
         "directory": directory_status_for(user),
         "stuck_changes": rows,
-        "stuck_count": stuck.count() if len(rows) == HOME_ROWS else len(rows),
+        "stuck_count": count,
     }
 
 

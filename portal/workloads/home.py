@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from portal.accounts.models import User
 from portal.core.home import HOME_ROWS, home_register
+from portal.core.pagination import first_with_count
 from portal.workloads.models import Notebook, NotebookState
 from portal.workloads.selectors import notebooks_for
 
@@ -38,7 +39,7 @@ def my_notebooks_context(user: User) -> dict[str, Any]:
     setups to launch again. Three queries."""
     mine = notebooks_for(user).filter(owner=user)
     current = mine.exclude(state=NotebookState.DELETED)
-    rows = list(current.order_by("-created_at", "-id")[:HOME_ROWS])
+    rows, count = first_with_count(current.order_by("-created_at", "-id"), HOME_ROWS)
     again: list[tuple[Notebook, str]] = []
     seen: set[tuple[object, ...]] = set()
     for notebook in mine.order_by("-created_at", "-id")[:RECENT_NOTEBOOKS]:
@@ -54,7 +55,7 @@ def my_notebooks_context(user: User) -> dict[str, Any]:
         again.append((notebook, launch_again_url(notebook)))
     return {
         "notebooks": rows,
-        "notebook_count": current.count() if len(rows) == HOME_ROWS else len(rows),
+        "notebook_count": count,
         "launch_again": again,
         "now": timezone.now(),
     }

@@ -44,7 +44,7 @@ def _deep_page(rows: Any) -> tuple[int, str]:
 
 
 def scenarios(
-    personas: dict[str, Any], deep: dict[str, tuple[int, str]], tenant: str
+    personas: dict[str, Any], deep: dict[str, tuple[int, str]], tenant: str, request_id: int
 ) -> list[Scenario]:
     rows = [Scenario("/healthz", "", "health", "/healthz")]
     for persona in ("admin", "lead", "developer"):
@@ -71,6 +71,12 @@ def scenarios(
             first_page_of="API audit-events/ admin p1",
         ),
         Scenario("API tenants/ admin", "admin", "api", "/api/v1/tenants/"),
+        Scenario(f"API tenants/{tenant}/ lead", "lead", "api", f"/api/v1/tenants/{tenant}/"),
+        Scenario(
+            "API requests/{id}/ developer", "developer", "api", f"/api/v1/requests/{request_id}/"
+        ),
+        Scenario("API extensions/ lead", "lead", "api", "/api/v1/extensions/"),
+        Scenario("API offerings/ developer", "developer", "api", "/api/v1/offerings/"),
         Scenario("API notebooks/ admin", "admin", "api", "/api/v1/notebooks/"),
         Scenario("API notebooks/ developer", "developer", "api", "/api/v1/notebooks/"),
         Scenario("API me developer", "developer", "api", "/api/v1/me"),
@@ -79,6 +85,8 @@ def scenarios(
             for persona in ("admin", "lead", "developer")
         ],
         Scenario("page My requests (developer)", "developer", "page", "/requests/"),
+        Scenario("page Notebooks (developer)", "developer", "page", "/notebooks/"),
+        Scenario("page All requests (admin)", "admin", "page", "/manage/requests/"),
         Scenario("page Approvals (lead)", "lead", "page", "/approvals/"),
         Scenario("page Tenants (admin)", "admin", "page", "/manage/tenants/"),
         Scenario(f"page tenant {tenant} (lead)", "lead", "page", f"/tenants/{tenant}/"),
@@ -163,7 +171,9 @@ def main(out: str) -> None:
     personas = {role: _sign_in(user) for role, user in users.items()}
     deep = {f"requests {role}": _deep_page(gpu_requests_for(user)) for role, user in users.items()}
     deep["audit admin"] = _deep_page(audit_events_for(users["admin"]))
-    listed = scenarios(personas, deep, scale.tenant_slug(0))
+    newest = gpu_requests_for(users["developer"]).only("pk").first()
+    assert newest is not None, "the developer has no requests in this data set"
+    listed = scenarios(personas, deep, scale.tenant_slug(0), newest.pk)
     calls = {scenario.name: _call(scenario, personas) for scenario in listed}
     result = {
         "personas": personas,
