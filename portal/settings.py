@@ -496,6 +496,11 @@ PORTAL_API_MAX_JSON_DEPTH = env.integer(
     "PORTAL_API_MAX_JSON_DEPTH", default=32, minimum=2, maximum=500
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, PORTAL_API_MAX_BODY_BYTES)
+# The most audit events one CSV export writes (`make bench` streams about 50,000 a second per
+# worker); more is a 409 that asks to narrow the export by its filters.
+PORTAL_AUDIT_EXPORT_LIMIT = env.integer(
+    "PORTAL_AUDIT_EXPORT_LIMIT", default=2_000_000, minimum=1, maximum=100_000_000
+)
 
 # API rate limits, as requests per second, minute, hour or day: each personal token, each user
 # (session and tokens together) and each address without credentials (portal/core/throttling.py).

@@ -61,3 +61,21 @@ def test_the_audit_csv_never_hands_a_spreadsheet_a_formula(client_for, admin_use
 
 def test_anonymous_callers_get_401(client, db) -> None:
     assert client.get("/api/v1/audit-events/").status_code == 401
+
+
+def test_an_export_past_the_limit_is_refused_naming_it_and_within_it_streams_every_event(
+    client_for, admin_user, tenant_a, settings
+) -> None:
+    for number in range(3):
+        audit_record(actor=admin_user, action="test.many", target=admin_user, comment=str(number))
+    client = client_for(admin_user)
+
+    settings.PORTAL_AUDIT_EXPORT_LIMIT = 2
+    refused = client.get("/api/v1/audit-events/?format=csv&action=test.many")
+    settings.PORTAL_AUDIT_EXPORT_LIMIT = 3
+    exported = client.get("/api/v1/audit-events/?format=csv&action=test.many")
+
+    assert refused.status_code == 409
+    assert "More than 2 events match" in refused.json()["error"]["message"]
+    rows = list(csv.DictReader(io.StringIO(exported.getvalue().decode())))
+    assert [row["comment"] for row in rows] == ["2", "1", "0"]
