@@ -120,6 +120,32 @@ def client_requests(
 # The measurements.
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time used so far by process `pid`, its children that ended, and its children alive
+    now (user and system, from /proc)."""
+
+    def fields(one: int | str) -> list[str]:
+        return Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+
+    tick = os.sysconf("SC_CLK_TCK")
+    own = fields(pid)
+    total = sum(int(value) for value in own[11:15])  # utime, stime, cutime, cstime
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        for child in children.read_text().split():
+            try:
+                total += sum(int(value) for value in fields(child)[11:13])
+            except FileNotFoundError:
+                continue
+    return total / tick
+
+
+def postmaster_pid(database_url: str) -> int:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("SELECT current_setting('data_directory')").fetchone()
+    assert row is not None
+    return int((Path(row[0]) / "postmaster.pid").read_text().split()[0])
+
+
 @dataclass
 class Unexpected:
     """The first few answers that were neither a decision nor an intended refusal."""
@@ -142,6 +168,11 @@ class Scenario:
     rounds: list[load.Throughput] = field(default_factory=list)
     baselines: list[Measured] = field(default_factory=list)
     unexpected: Unexpected = field(default_factory=Unexpected)
+    # CPU ms per decision in the portal's gunicorn and in PostgreSQL, each round
+    cpu_ms: list[dict[str, float]] = field(default_factory=list)
+
+    def cpu(self, side: str) -> float:
+        return statistics.median(used[side] for used in self.cpu_ms)
 
     @property
     def per_second(self) -> float:
@@ -179,8 +210,15 @@ class Scenario:
 
 
 def measure_all(
-    seeded: dict[str, Any], port: int, bare: load.Target, drf: load.Target, say: Say
+    seeded: dict[str, Any],
+    port: int,
+    servers: dict[str, int],
+    baselines_at: tuple[load.Target, load.Target],
+    say: Say,
 ) -> tuple[dict[str, Scenario], dict[str, list[Measured]]]:
+    """Every round: the baselines, then each scenario against the portal on `port`; `servers`
+    names the processes whose CPU time is counted (the portal's gunicorn, PostgreSQL)."""
+    bare, drf = baselines_at
     seconds = knob("BENCH_SECONDS", 5.0)
     rounds = seeded["rounds"]
     scenarios = {
@@ -199,8 +237,15 @@ def measure_all(
         ):
             scenario = scenarios[name]
             sent = client_requests(tenants, seeded, port, clients)
+            before = {side: cpu_seconds(pid) for side, pid in servers.items()}
             measured = load.throughput_of(
                 sent, port=port, seconds=seconds, seen=scenario.unexpected
+            )
+            scenario.cpu_ms.append(
+                {
+                    side: (cpu_seconds(pid) - before[side]) * 1000 / max(measured.completed, 1)
+                    for side, pid in servers.items()
+                }
             )
             scenario.rounds.append(measured)
             scenario.baselines.append(drf_now)
@@ -254,7 +299,7 @@ def table(
     header = (
         f"{'scenario':<28} {'cli':>3} {'req/s':>7} {'xDRF':>5} {'p50':>6} {'p95':>6} {'p99':>6} "
         f"{'201':>6} {'409':>6} {'approved':>8} {'pending':>7} {'refused':>7} {'SQL':>3} "
-        f"{'load':>4} {'cpu':>4}"
+        f"{'load':>4} {'cpu':>4} {'web ms':>6} {'PG ms':>5}"
     )
     lines = [header, "-" * len(header)]
     for name, runs in baselines.items():
@@ -281,7 +326,8 @@ def table(
             f"{scenario.ratio_drf:>5.2f} {_ms(lat.median):>6} {_ms(lat.percentile(0.95)):>6} "
             f"{_ms(lat.percentile(0.99)):>6} {scenario.statuses[201]:>6} "
             f"{scenario.statuses[409]:>6} {counts} {queries:>3} "
-            f"{scenario.load_average:>4.1f} {scenario.client_cpu:>4.2f}"
+            f"{scenario.load_average:>4.1f} {scenario.client_cpu:>4.2f} "
+            f"{scenario.cpu('portal'):>6.1f} {scenario.cpu('postgres'):>5.1f}"
         )
     return lines
 
@@ -355,6 +401,9 @@ def scenario_json(scenario: Scenario, after: dict[str, Any]) -> dict[str, Any]:
         "states_in_sql": dict(states_of(scenario, after)),
         "load_average": round(scenario.load_average, 2),
         "client_cores": round(scenario.client_cpu, 2),
+        "cpu_ms_per_decision": {
+            side: round(scenario.cpu(side), 2) for side in ("portal", "postgres")
+        },
     }
 
 
@@ -378,7 +427,9 @@ def bench_decisions(bench_report: Any, bench_say: Callable[[str], None], tmp_pat
     bare, drf = baseline_targets(url, baselines.port)
     with served(portal, baselines):
         say(f"gunicorn up: portal on :{portal.port}, baselines on :{baselines.port}")
-        scenarios, base_runs = measure_all(seeded, portal.port, bare, drf, say)
+        assert portal.process is not None
+        servers = {"portal": portal.process.pid, "postgres": postmaster_pid(url)}
+        scenarios, base_runs = measure_all(seeded, portal.port, servers, (bare, drf), say)
         rss = {"portal": portal.workers_rss_mib(), "baselines": baselines.workers_rss_mib()}
     run_command([sys.executable, "-m", "tests.bench.decide", "after", str(seeded_json)], env, log)
     after = json.loads(seeded_json.read_text())["after"]
@@ -395,7 +446,8 @@ def bench_decisions(bench_report: Any, bench_say: Callable[[str], None], tmp_pat
             f"409) or the baselines' requests with {BASELINE_CLIENTS} clients; p50/p95/p99 (ms) "
             f"under that load (baselines: one client); approved/pending/refused = the requests "
             "in SQL afterwards; SQL = queries of one submit (in-process); load = the highest "
-            "1-minute load average seen; cpu = cores the load generator used"
+            "1-minute load average seen; cpu = cores the load generator used; web ms / PG ms = "
+            "CPU ms per decision in the portal's gunicorn and in PostgreSQL"
         ),
         (
             f"A100 quota per tenant: {seeded['rounds'][0]['spread'][0]['a100_quota']} GPU-eq "
