@@ -2,16 +2,17 @@
 
 1. A database of its own (`bench_decisions`), migrated and seeded through the project's services
    by tests/bench/decide.py: per round 10 tenants for the spread and one tenant alone, with
-   A100 quotas that run out within the run and a T4 quota every T4 request is refused by,
-   4 developers each with a
-   personal API token, and one dry-run cluster, so that each approval queues provisioning.
+   A100 quotas that run out within the run and a T4 quota every T4 request is refused by, 4
+   developers each with a personal API token, and one dry-run cluster, so that each approval
+   queues provisioning.
 2. The portal and the baselines run under gunicorn as in bench_portal_reads
    (tests/bench/serving.py): 2 sync workers each, connections kept open, rate limits raised.
 3. In each of BENCH_ROUNDS rounds (default 2): the baselines are measured (bare view and DRF
    view, one client and 16 clients), then 32 clients POST `/api/v1/requests/` for BENCH_SECONDS
    (default 5), each in turn to every tenant of the spread, with every kind of decide.MIX
    (approved at once, pending for a lead, refused for quota); then all 32 to the tenant alone,
-   whose quota row every decision locks; then one client alone, to the probe tenant.
+   whose quota row every decision locks; then one client alone, to the probe tenant. The CPU
+   time the portal's gunicorn and PostgreSQL spent meanwhile is counted per decision (/proc).
 4. Afterwards, in-process: oversubscription checked in SQL (exact fractions) and through
    `quota_lines_for`, the requests per state, the SQL of one submit and a cProfile of 200.
 

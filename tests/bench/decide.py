@@ -10,7 +10,9 @@ migrated database of their own: `python -m tests.bench.decide seed|after OUT.jso
 - for each round, 10 tenants for the spread scenario and one for the scenario where every
   client asks the same tenant (`tenant_create`), with quotas (`quota_set`) and 4 developers each
   (`user_create`, `membership_set`) with a personal API token (`api_token_create`); and a tenant
-  whose quota never runs out, for `after`'s SQL count and profile.
+  whose quota never runs out, for the one-client scenario and `after`'s SQL count and profile,
+  with PROBE_HISTORY requests already decided (`gpu_request_submit`): the DRF baseline reads
+  its 50 newest audit events, as in bench_portal_reads.
 
 A tenant's A100 80GB quota runs out about halfway through a run at QUOTA_RATE decisions/s,
 sooner at the target rate (see `quota_for`), so the decisions race at its edge; its T4 quota
@@ -50,6 +52,7 @@ QUOTA_RATE = 50
 TENANTS = 10
 MEMBERS = 4  # developers per tenant, each with a token
 PROFILED = 200
+PROBE_HISTORY = 50
 PROBE = "bench-probe"
 SPREAD_MODEL = "a100-80gb"
 REFUSED_MODEL = "t4"
@@ -95,6 +98,21 @@ def _tenant(admin: Any, slug: str, a100_quota: int) -> dict[str, Any]:
     return {"slug": slug, "a100_quota": a100_quota, "tokens": tokens}
 
 
+def _history(slug: str, *, probe_user: str) -> None:
+    from portal.accounts.models import User  # noqa: PLC0415
+    from portal.allocations.services import gpu_request_submit  # noqa: PLC0415
+    from portal.catalog.models import Offering  # noqa: PLC0415
+    from tenants.models import Tenant  # noqa: PLC0415
+
+    tenant = Tenant.objects.get(slug=slug)
+    user = User.objects.get(username=probe_user)
+    offering = Offering.objects.get(slug=MIX[0][0])
+    for _number in range(PROBE_HISTORY):
+        gpu_request_submit(
+            actor=user, tenant=tenant, offering=offering, count=1, duration_hours=HOURS
+        )
+
+
 def seed(*, rounds: int, seconds: float) -> dict[str, Any]:
     from portal.accounts.models import GlobalRole  # noqa: PLC0415
     from portal.accounts.services import user_create  # noqa: PLC0415
@@ -118,6 +136,7 @@ def seed(*, rounds: int, seconds: float) -> dict[str, Any]:
         for number in range(rounds)
     ]
     probe = _tenant(admin, PROBE, 100_000)
+    _history(PROBE, probe_user=f"{PROBE}-dev0")
     return {
         "rounds": plan,
         "probe": probe,
