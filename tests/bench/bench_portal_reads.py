@@ -26,44 +26,42 @@ missed target is reported, not failed; errors and unexpected status codes fail t
 import json
 import math
 import os
-import platform
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
-import pytest
-import requests
 
 from tests.bench import load, scale
 from tests.bench.conftest import RESULTS
-from tests.harness.services import free_port, postgres_bin_dir, wait_for
+from tests.bench.serving import (
+    BARE,
+    BASELINE_CLIENTS,
+    DRF,
+    ROOT,
+    Gunicorn,
+    Measured,
+    Say,
+    baseline_targets,
+    knob,
+    machine,
+    measure,
+    portal_and_baselines,
+    run_command,
+    served,
+)
+from tests.harness.services import postgres_bin_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-CLIENTS = 16
+CLIENTS = BASELINE_CLIENTS
 THROUGHPUT_TARGET = 0.5  # x the DRF baseline, 16 clients
 P95_TARGET_MS = 50.0  # one client
 HEALTHZ_TARGET = 0.5  # x the bare view
 BASELINES_EVERY = 5  # scenarios between two measurements of the baselines
-BARE = "bare Django view"
-DRF = "DRF 1 query, 50 rows"
-
-
-def _knob(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    return float(raw) if raw else default
-
-
-Say = Callable[[str], None]
 
 
 # The data set.
@@ -83,14 +81,6 @@ def _pg(tool: str) -> str:
     return str(bin_dir / tool)
 
 
-def _run(command: list[str], env: dict[str, str], log: Path) -> None:
-    with log.open("ab") as out:
-        code = subprocess.run(command, env=env, cwd=ROOT, stdout=out, stderr=out, check=False)
-    if code.returncode != 0:
-        tail = log.read_text(errors="replace")[-3000:]
-        pytest.fail(f"{' '.join(command[:4])} failed ({code.returncode}):\n{tail}")
-
-
 def data_set_prepare(server_url: str, env: dict[str, str], log: Path, say: Say) -> DataSet:
     """A database `bench` holding the scale data set, restored from the cache or seeded."""
     bench_scale = scale.bench_scale()
@@ -104,109 +94,24 @@ def data_set_prepare(server_url: str, env: dict[str, str], log: Path, say: Say) 
     env = {**env, "DATABASE_URL": url}
     if dump.exists():
         say(f"restoring the data set from {dump.relative_to(ROOT)}")
-        _run([_pg("pg_restore"), "--no-owner", "-j", "2", "-d", url, str(dump)], env, log)
+        run_command([_pg("pg_restore"), "--no-owner", "-j", "2", "-d", url, str(dump)], env, log)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE")
         return DataSet(url, "restored", time.monotonic() - started, dump)
     say(f"seeding the data set at scale {bench_scale:g} (cached afterwards as {dump.name})")
-    _run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], env, log)
-    _run([sys.executable, "-m", "tests.bench.scale"], env, log)
+    run_command([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], env, log)
+    run_command([sys.executable, "-m", "tests.bench.scale"], env, log)
     seconds = time.monotonic() - started
     RESULTS.mkdir(parents=True, exist_ok=True)
     for old in RESULTS.glob(f"seed-scale{bench_scale:g}-*.dump"):
         old.unlink()
     partial = dump.with_suffix(".partial")
-    _run([_pg("pg_dump"), "-Fc", "-Z", "1", "-f", str(partial), url], env, log)
+    run_command([_pg("pg_dump"), "-Fc", "-Z", "1", "-f", str(partial), url], env, log)
     partial.rename(dump)
     return DataSet(url, "seeded", seconds, dump)
 
 
-# The servers.
-
-
-@dataclass
-class Gunicorn:
-    """gunicorn with the production configuration, in `workers` sync workers on a free port."""
-
-    name: str
-    env: dict[str, str]
-    log: Path
-    ready_path: str
-    workers: int = 2
-    port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        command = [
-            sys.executable, "-m", "gunicorn", "--config", "deploy/gunicorn_production.py",
-            "--bind", f"127.0.0.1:{self.port}", "--worker-class", "sync",
-            "--workers", str(self.workers), "--threads", "1", "--max-requests", "0",
-        ]  # fmt: skip
-        out = self.log.open("ab")
-        self.process = subprocess.Popen(command, env=self.env, cwd=ROOT, stdout=out, stderr=out)
-        url = f"http://127.0.0.1:{self.port}{self.ready_path}"
-
-        def up() -> bool:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                tail = self.log.read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"gunicorn ({self.name}) exited at start-up:\n{tail}")
-            try:
-                return requests.get(url, timeout=2).status_code == 200
-            except requests.RequestException:
-                return False
-
-        wait_for(up, what=f"gunicorn ({self.name})", timeout=60)
-        # gunicorn turns sync workers into gthread ones when given threads: make sure.
-        assert "Using worker: sync" in self.log.read_text(errors="replace")
-
-    def workers_rss_mib(self) -> list[float]:
-        """The resident memory of each worker process now, in MiB."""
-        if self.process is None:
-            return []
-        sizes = []
-        for children in Path(f"/proc/{self.process.pid}/task").glob("*/children"):
-            for pid in children.read_text().split():
-                status = Path(f"/proc/{pid}/status")
-                found = (
-                    re.search(r"VmRSS:\s+(\d+) kB", status.read_text()) if status.exists() else None
-                )
-                if found:
-                    sizes.append(int(found.group(1)) / 1024)
-        return sizes
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
-@contextmanager
-def served(*servers: Gunicorn) -> Iterator[None]:
-    try:
-        for server in servers:
-            server.start()
-        yield
-    finally:
-        for server in servers:
-            server.stop()
-
-
 # The measurements.
-
-
-@dataclass
-class Measured:
-    """One scenario in one round, with the baselines measured just before it."""
-
-    throughput: load.Throughput
-    latency: load.Latency
-    bare: float = 0.0
-    drf: float = 0.0
 
 
 @dataclass
@@ -250,13 +155,6 @@ class Summary:
         return found
 
 
-def measure(target: load.Target, *, seconds: float, warm: int = 2) -> Measured:
-    one = load.latency(target, requests=200 + warm, seconds=seconds)
-    one.samples_ms = one.samples_ms[warm:]
-    many = load.throughput(target, clients=CLIENTS, seconds=seconds)
-    return Measured(throughput=many, latency=one)
-
-
 def _target(scenario: dict[str, Any], personas: dict[str, Any], port: int) -> load.Target:
     headers: tuple[tuple[str, str], ...] = ()
     if scenario["kind"] == "api":
@@ -273,20 +171,6 @@ def _ms(value: float) -> str:
     return f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
-def machine() -> dict[str, Any]:
-    cpu = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        found = re.search(r"model name\s*:\s*(.+)", cpuinfo.read_text())
-        cpu = found.group(1).strip() if found else ""
-    return {
-        "cores": os.cpu_count(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
 @dataclass
 class Run:
     """What one benchmark run measured."""
@@ -301,8 +185,8 @@ def measure_all(
     probe: dict[str, Any], portal: Gunicorn, bare: load.Target, drf: load.Target, say: Say
 ) -> Run:
     """Every scenario in every round, the baselines again before every few of them."""
-    seconds = _knob("BENCH_SECONDS", 5.0)
-    rounds = int(_knob("BENCH_ROUNDS", 2))
+    seconds = knob("BENCH_SECONDS", 5.0)
+    rounds = int(knob("BENCH_ROUNDS", 2))
     scenarios = probe["scenarios"]
     results: dict[str, list[Measured]] = {s["name"]: [] for s in scenarios}
     base_runs: dict[str, list[Measured]] = {BARE: [], DRF: []}
@@ -463,33 +347,12 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
 
     probe_out = tmp_path / "probe.json"
     started = time.monotonic()
-    _run([sys.executable, "-m", "tests.bench.probe", str(probe_out)], env, log)
+    run_command([sys.executable, "-m", "tests.bench.probe", str(probe_out)], env, log)
     probe = json.loads(probe_out.read_text())
     say(f"signed in; SQL of each scenario counted in {time.monotonic() - started:.0f} s")
 
-    served_env = {
-        **env,
-        "DATABASE_CONN_MAX_AGE": "60",
-        "PORTAL_API_RATE_TOKEN": "100000/s",
-        "PORTAL_API_RATE_USER": "100000/s",
-    }
-    portal = Gunicorn(
-        "portal",
-        {**served_env, "DJANGO_SETTINGS_MODULE": "portal.settings"},
-        tmp_path / "portal.log",
-        "/healthz",
-    )
-    baselines = Gunicorn(
-        "baselines",
-        {**served_env, "DJANGO_SETTINGS_MODULE": "tests.bench.baseline_settings"},
-        tmp_path / "baselines.log",
-        "/bench/bare",
-    )
-    with psycopg.connect(data.url) as conn:
-        row = conn.execute("SELECT id FROM tenants_tenant ORDER BY slug LIMIT 1").fetchone()
-    assert row is not None
-    bare = load.Target(port=baselines.port, path="/bench/bare")
-    drf = load.Target(port=baselines.port, path=f"/bench/drf?tenant={row[0]}")
+    portal, baselines = portal_and_baselines(env, tmp_path)
+    bare, drf = baseline_targets(data.url, baselines.port)
     with served(portal, baselines):
         say(f"gunicorn up: portal on :{portal.port}, baselines on :{baselines.port}")
         run = measure_all(probe, portal, bare, drf, say)
@@ -501,7 +364,7 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
         f"machine: {machine()}",
         (
             f"data set {data.how} in {data.seconds:.0f} s; rounds of "
-            f"{_knob('BENCH_SECONDS', 5.0):g} s; {CLIENTS} clients for req/s, one client for "
+            f"{knob('BENCH_SECONDS', 5.0):g} s; {CLIENTS} clients for req/s, one client for "
             "p50/p95/p99 (ms); SQL = queries of one call and their ms (in-process); load = the "
             "highest 1-minute load average seen; cli = cores the load generator used; verdict = "
             "throughput against DRF (or bare), p95, and for a deep page its number of queries"
@@ -522,8 +385,8 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
         "shape": shape.__dict__,
         "machine": machine(),
         "data_set": {"how": data.how, "seconds": round(data.seconds), "dump": data.dump.name},
-        "rounds": int(_knob("BENCH_ROUNDS", 2)),
-        "seconds": _knob("BENCH_SECONDS", 5.0),
+        "rounds": int(knob("BENCH_ROUNDS", 2)),
+        "seconds": knob("BENCH_SECONDS", 5.0),
         "clients": CLIENTS,
         "workers_rss_mib": rss,
         "baselines": {name: summary_json(summary) for name, summary in run.baselines.items()},
