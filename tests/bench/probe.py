@@ -171,7 +171,7 @@ def main(out: str) -> None:
     personas = {role: _sign_in(user) for role, user in users.items()}
     deep = {f"requests {role}": _deep_page(gpu_requests_for(user)) for role, user in users.items()}
     deep["audit admin"] = _deep_page(audit_events_for(users["admin"]))
-    newest = gpu_requests_for(users["developer"]).only("pk").first()
+    newest = gpu_requests_for(users["developer"]).first()
     assert newest is not None, "the developer has no requests in this data set"
     listed = scenarios(personas, deep, scale.tenant_slug(0), newest.pk)
     calls = {scenario.name: _call(scenario, personas) for scenario in listed}
