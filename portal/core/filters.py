@@ -6,6 +6,7 @@ value answers 400 with the error envelope naming the parameter, and the paramete
 the OpenAPI schema. This module holds what every list shares, and the audit trail's FilterSet.
 """
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django import forms
@@ -55,6 +56,28 @@ class SlugFilter(CharFilter):
     field_class = forms.SlugField
 
 
+class UtcDateTimeField(forms.DateTimeField):
+    """An ISO 8601 time, read in UTC: any offset Python reads (up to a day) is converted here,
+    so the database never sees one it refuses (PostgreSQL's stop at 15:59)."""
+
+    default_error_messages = {"out_of_range": _("Write a time between the years 1 and 9999.")}
+
+    def to_python(self, value: Any) -> datetime | None:
+        parsed = super().to_python(value)
+        if parsed is None:
+            return None
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:
+            raise forms.ValidationError(
+                self.error_messages["out_of_range"], code="out_of_range"
+            ) from None
+
+
+class UtcDateTimeFilter(DateTimeFilter):
+    field_class = UtcDateTimeField
+
+
 def filter_or_raise(filterset: BaseFilterSet) -> QuerySet[Any]:
     """The filtered queryset, or ValidationFailed naming each bad parameter with its messages."""
     if not filterset.is_valid():
@@ -94,10 +117,10 @@ class AuditEventFilter(FilterSet):
         label=_("Target type"), max_length=64, help_text=_("e.g. tenants.tenant")
     )
     target_id = CharFilter(label=_("Target id"), max_length=64, help_text=_("the object's id"))
-    since = DateTimeFilter(
+    since = UtcDateTimeFilter(
         field_name="at", lookup_expr="gte", label=_("Since"), help_text=_("ISO 8601, inclusive")
     )
-    until = DateTimeFilter(
+    until = UtcDateTimeFilter(
         field_name="at", lookup_expr="lt", label=_("Until"), help_text=_("ISO 8601, exclusive")
     )
 

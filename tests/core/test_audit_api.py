@@ -79,3 +79,20 @@ def test_an_export_past_the_limit_is_refused_naming_it_and_within_it_streams_eve
     assert "More than 2 events match" in refused.json()["error"]["message"]
     rows = list(csv.DictReader(io.StringIO(exported.getvalue().decode())))
     assert [row["comment"] for row in rows] == ["2", "1", "0"]
+
+
+def test_a_time_with_an_offset_postgresql_refuses_is_read_in_utc_and_one_out_of_range_is_400(
+    client_for, admin_user, tenant_a
+) -> None:
+    client = client_for(admin_user)
+    far_offset = "0208-03-19T01:16:41.079+20:38"
+
+    listed = client.get("/api/v1/audit-events/", {"until": far_offset})
+    exported = client.get("/api/v1/audit-events/", {"format": "csv", "since": far_offset})
+    refused = client.get("/api/v1/audit-events/", {"until": "0001-01-01T00:00:00+05:00"})
+
+    assert (listed.status_code, listed.json()["count"]) == (200, 0)
+    assert exported.status_code == 200
+    assert [row["action"] for row in csv.DictReader(io.StringIO(exported.getvalue().decode()))]
+    assert refused.status_code == 400
+    assert "until" in refused.json()["error"]["fields"]
