@@ -173,7 +173,7 @@ class PagePagination(PageNumberPagination):
             try:
                 rows = super().paginate_queryset(queryset, request, view)
             except exceptions.NotFound:
-                raise NotFound(self._past_the_pages()) from None
+                raise NotFound(self._past_the_pages(queryset)) from None
             page = cast("Page[Any]", self.page)
             paginator = cast("BoundedPaginator", page.paginator)
             self._paginator = paginator
@@ -195,8 +195,10 @@ class PagePagination(PageNumberPagination):
         self._rows, self._more = rows[:size], len(rows) > size
         return self._rows
 
-    def _past_the_pages(self) -> str:
-        if self._order is not None:
+    def _past_the_pages(self, queryset: QuerySet[Any]) -> str:
+        """Why a page number is not there: past the last page, or past the counted bound of a
+        longer list (then the cursors go on)."""
+        if self._order is not None and not BoundedPaginator(queryset, 1).count_exact:
             return _(
                 "There is no such page: page numbers stop at %(limit)s rows. Follow the next"
                 " link (a cursor) to read further, or narrow the list with its filters."

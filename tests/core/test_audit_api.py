@@ -96,3 +96,12 @@ def test_a_time_with_an_offset_postgresql_refuses_is_read_in_utc_and_one_out_of_
     assert [row["action"] for row in csv.DictReader(io.StringIO(exported.getvalue().decode()))]
     assert refused.status_code == 400
     assert "until" in refused.json()["error"]["fields"]
+
+
+def test_a_page_past_the_last_of_a_short_list_is_404_without_the_cursor_hint(
+    client_for, admin_user, tenant_a
+) -> None:
+    response = client_for(admin_user).get("/api/v1/audit-events/", {"page": 99})
+
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == "There is no such page."
