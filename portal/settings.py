@@ -496,8 +496,12 @@ PORTAL_API_MAX_JSON_DEPTH = env.integer(
     "PORTAL_API_MAX_JSON_DEPTH", default=32, minimum=2, maximum=500
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, PORTAL_API_MAX_BODY_BYTES)
-# The most audit events one CSV export writes (`make bench` streams about 50,000 a second per
-# worker); more is a 409 that asks to narrow the export by its filters.
+# Long CSV downloads (the audit log, a statement's lines) are written by PostgreSQL itself
+# (COPY … TO STDOUT) and streamed (portal/core/exports.py). Not an environment variable: the
+# tests turn it off to run the same downloads through Python's csv writer, as on SQLite.
+PORTAL_CSV_COPY = True
+# The most audit events one CSV export writes; more is a 409 that asks to narrow the export by
+# its filters.
 PORTAL_AUDIT_EXPORT_LIMIT = env.integer(
     "PORTAL_AUDIT_EXPORT_LIMIT", default=2_000_000, minimum=1, maximum=100_000_000
 )

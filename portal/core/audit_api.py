@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.core.errors import Conflict, PermissionDenied
-from portal.core.exports import csv_download
+from portal.core.exports import csv_query_download
 from portal.core.filters import AuditEventFilter, FilterBackend
 from portal.core.models import AuditEvent
 from portal.core.selectors import audit_events_for
@@ -23,6 +23,12 @@ from portal.core.selectors import audit_events_for
 CSV_COLUMNS = (
     "at", "actor_name", "action", "target_type", "target_id", "target_name", "tenant",
     "changes", "comment", "request_id", "source_ip", "user_agent",
+)  # fmt: skip
+
+# The text columns of the query behind the CSV columns from `actor_name` to `request_id`.
+CSV_TEXT_COLUMNS = (
+    "actor_name", "action", "target_type", "target_id", "target_name", "tenant__slug",
+    "changes_text", "comment", "request_id",
 )  # fmt: skip
 
 
@@ -91,10 +97,18 @@ class AuditEventList(ListAPIView[AuditEvent]):
             "at", "actor_name", "action", "target_type", "target_id", "target_name",
             "tenant__slug", "changes_text", "comment", "request_id", "source_ip", "user_agent",
         )  # fmt: skip
-        return csv_download(
-            CSV_COLUMNS, (_csv_row(row) for row in rows.iterator(chunk_size=5000)),
+        return csv_query_download(
+            CSV_COLUMNS,
+            rows,
+            [
+                ("time", "at"),
+                *[("text", name) for name in CSV_TEXT_COLUMNS],
+                ("address", "source_ip"),
+                ("text", "user_agent"),
+            ],
             filename="audit-events.csv",
-        )  # fmt: skip
+            rows=lambda: (_csv_row(row) for row in rows.iterator(chunk_size=5000)),
+        )
 
 
 def _csv_row(row: tuple[Any, ...]) -> tuple[object, ...]:

@@ -1,6 +1,7 @@
 """Where benchmarks put their results."""
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,7 +66,17 @@ def bench_report(request: pytest.FixtureRequest) -> Any:
     return report
 
 
+CLOSING = re.compile(r"^(\d+)/(\d+) targets met")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Each benchmark's `N/M targets met (what)`, then, when there are several, one line for
+    the whole run."""
     for line in _closing:
         terminalreporter.write_line(line)
+    counts = [found.groups() for found in map(CLOSING.match, _closing) if found]
+    if len(counts) > 1:
+        met = sum(int(m) for m, _ in counts)
+        total = sum(int(t) for _, t in counts)
+        terminalreporter.write_line(f"{met}/{total} targets met")

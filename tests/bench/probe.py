@@ -22,7 +22,7 @@ from typing import Any
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    persona: str  # "admin", "lead", "developer", or "" for no credentials
+    persona: str  # "admin", "lead", "developer", "finance", or "" for no credentials
     kind: str  # "api" (token), "page" (session cookie), "health" (none)
     path: str
     # What a deep page is compared with for a constant number of queries (its page 1).
@@ -44,7 +44,11 @@ def _deep_page(rows: Any) -> tuple[int, str]:
 
 
 def scenarios(
-    personas: dict[str, Any], deep: dict[str, tuple[int, str]], tenant: str, request_id: int
+    personas: dict[str, Any],
+    deep: dict[str, tuple[int, str]],
+    tenant: str,
+    request_id: int,
+    closed_month: str,
 ) -> list[Scenario]:
     rows = [Scenario("/healthz", "", "health", "/healthz")]
     for persona in ("admin", "lead", "developer"):
@@ -91,6 +95,25 @@ def scenarios(
         Scenario("page Tenants (admin)", "admin", "page", "/manage/tenants/"),
         Scenario(f"page tenant {tenant} (lead)", "lead", "page", f"/tenants/{tenant}/"),
         Scenario("page Audit log (admin)", "admin", "page", "/audit/"),
+        # A closed month: a final statement for every tenant (1,000 at scale 1.0).
+        Scenario(
+            f"API statements/ finance {closed_month}",
+            "finance",
+            "api",
+            f"/api/v1/statements/?period={closed_month}",
+        ),
+        Scenario(
+            f"API statement lines finance {closed_month}",
+            "finance",
+            "api",
+            f"/api/v1/statements/{closed_month}-{tenant}/lines/",
+        ),
+        Scenario(
+            f"page Chargeback (finance) {closed_month}",
+            "finance",
+            "page",
+            f"/chargeback/?period={closed_month}",
+        ),
     ]
     return rows
 
@@ -158,6 +181,7 @@ def main(out: str) -> None:
 
     from portal.accounts.models import User  # noqa: PLC0415
     from portal.allocations.selectors import gpu_requests_for  # noqa: PLC0415
+    from portal.billing.models import Period, PeriodState  # noqa: PLC0415
     from portal.core.selectors import audit_events_for  # noqa: PLC0415
     from tests.bench import scale  # noqa: PLC0415
 
@@ -167,15 +191,22 @@ def main(out: str) -> None:
         "admin": User.objects.get(username=scale.ADMIN),
         "lead": User.objects.get(username=scale.lead_username()),
         "developer": User.objects.get(username=scale.developer_username(shape)),
+        "finance": User.objects.get(username=scale.FINANCE),
     }
     personas = {role: _sign_in(user) for role, user in users.items()}
-    deep = {f"requests {role}": _deep_page(gpu_requests_for(user)) for role, user in users.items()}
+    deep = {
+        f"requests {role}": _deep_page(gpu_requests_for(users[role]))
+        for role in ("admin", "lead", "developer")
+    }
     deep["audit admin"] = _deep_page(audit_events_for(users["admin"]))
     newest = gpu_requests_for(users["developer"]).first()
     assert newest is not None, "the developer has no requests in this data set"
-    listed = scenarios(personas, deep, scale.tenant_slug(0), newest.pk)
+    closed = Period.objects.filter(state=PeriodState.CLOSED).order_by("-month").first()
+    assert closed is not None, "this data set has no closed month"
+    listed = scenarios(personas, deep, scale.tenant_slug(0), newest.pk, f"{closed.month:%Y-%m}")
     calls = {scenario.name: _call(scenario, personas) for scenario in listed}
     result = {
+        "closed_month": f"{closed.month:%Y-%m}",
         "personas": personas,
         "scenarios": [asdict(scenario) for scenario in listed],
         "calls": calls,

@@ -3,7 +3,8 @@
 At BENCH_SCALE=1.0 (the default; 0.01 for a quick run, any positive number works) it holds
 1,000 tenants, 10,000 users, their memberships and quotas, 1,000,000 GPU requests and
 allocations over two years (with their notebooks, one for every twentieth allocation) and
-1,000,000 audit events. Tenants, users and requests scale together; the shape stays the same.
+1,000,000 audit events, and the statements of the closed months (one of them 100,000 lines
+long). Tenants, users and requests scale together; the shape stays the same.
 
 Written through the project's own services, because they are fast enough at this size and so
 the rows are exactly what the portal writes:
@@ -16,8 +17,12 @@ service call per row would take hours (each is a transaction with its own audit 
 - the 10,000 other users (no password: they sign in through SSO), their memberships, the
   1,000,000 requests, their notebooks and the 1,000,000 audit events. Their values follow what
   the services write (states, decision times, allocation times, GPU-eq of the offering).
-Not seeded yet (left for later, with the metering and chargeback benchmarks): a year of hourly
-usage for 10,000 GPUs as metering stores it, and the statements of the closed months.
+Written in SQL from the requests (`INSERT … SELECT`, for the same reason): the closed months
+  (every whole month before this one) with a final statement per tenant and a line per
+  allocation that started in the month, priced at its model's rate; tenant 0's newest closed
+  month has 100,000 more lines (the statement download the benchmark reads).
+Not seeded yet (left for the metering benchmark): a year of hourly usage for 10,000 GPUs as
+metering stores it.
 
 Run as `DATABASE_URL=... BENCH_SCALE=0.01 python -m tests.bench.scale` against an empty,
 migrated database; the benchmark does that once per scale and migration state, and keeps a
@@ -52,6 +57,7 @@ class Shape:
     users: int
     requests: int
     audit_events: int
+    big_statement_lines: int
 
     @classmethod
     def at(cls, scale: float) -> "Shape":
@@ -62,6 +68,7 @@ class Shape:
             users=max(10 * tenants, round(10_000 * scale)),
             requests=max(1000, round(1_000_000 * scale)),
             audit_events=max(1000, round(1_000_000 * scale)),
+            big_statement_lines=max(1000, round(100_000 * scale)),
         )
 
 
@@ -86,6 +93,7 @@ def data_set_key(scale: float) -> str:
 
 # Usernames of the personas the benchmark signs in as (and what each is).
 ADMIN = "bench-admin"  # a global admin, through user_create
+FINANCE = "bench-finance"  # finance, through user_create
 
 
 def username(number: int) -> str:
@@ -127,6 +135,11 @@ AUDIT_ACTIONS = (
 )  # fmt: skip
 
 
+def _month_after(moment: datetime) -> datetime:
+    """The first day of the month after `moment`'s."""
+    return (moment.replace(day=1) + timedelta(days=32)).replace(day=1)
+
+
 def _say(message: str) -> None:
     sys.stderr.write(f"    seed: {message}\n")
     sys.stderr.flush()
@@ -153,6 +166,12 @@ class Seeder:
         catalog_presets_load(actor=None)
         self.admin = user_create(
             actor=None, username=ADMIN, email=f"{ADMIN}@example.org", global_role=GlobalRole.ADMIN
+        )
+        user_create(
+            actor=None,
+            username=FINANCE,
+            email=f"{FINANCE}@example.org",
+            global_role=GlobalRole.FINANCE,
         )
         models = list(GpuModel.objects.order_by("slug"))
         self.tenant_ids: list[int] = []
@@ -370,23 +389,92 @@ class Seeder:
 
         self._copy("core_auditevent", columns, rows())
 
+    def statements(self) -> None:
+        """Every whole month before this one is closed: a final statement per tenant, a line
+        per allocation that started in the month (its GPU-eq x its hours at its model's rate),
+        and the newest closed month of tenant 0 with `big_statement_lines` more lines (the
+        download the benchmark reads). Written in SQL from the requests just copied."""
+        from django.db import connection  # noqa: PLC0415
+
+        first = _month_after(self.start)
+        this_month = self.now.date().replace(day=1)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO billing_period (month, state, basis, closed_at, closed_by_id)"
+                " SELECT m::date, 'closed', 'reserved', m + interval '1 month 2 days', %s"
+                " FROM generate_series(%s::date, %s::date - interval '1 month', '1 month') m",
+                [self.admin.pk, first, this_month],
+            )
+            cursor.execute(
+                "INSERT INTO billing_statement"
+                " (period_id, tenant_id, cost_centre, currency, basis, total, created_at)"
+                " SELECT p.id, t.id, t.cost_centre, 'EUR', 'reserved', 0, p.closed_at"
+                " FROM billing_period p CROSS JOIN tenants_tenant t"
+            )
+            # A model's rate: 1.50 EUR per GPU-eq-hour, 0.35 more for each model after it.
+            lines = (
+                "INSERT INTO billing_statementline (statement_id, position, gpu_model,"
+                ' offering, "user", workload, quantity_num, quantity_den, unit, rate,'
+                " currency, amount, used_gpu_hours)"
+                " SELECT s.id, {position}, m.name, o.name, u.username, {workload},"
+                " r.gpu_eq_num * r.duration_hours, r.gpu_eq_den, 'GPU-eq-hour', rates.rate,"
+                " 'EUR', round(r.gpu_eq_num * r.duration_hours * rates.rate / r.gpu_eq_den, 2),"
+                " round(r.gpu_eq_num * r.duration_hours * 0.6 / r.gpu_eq_den, 6)"
+                " FROM allocations_gpurequest r"
+                " JOIN billing_period p ON p.month = date_trunc('month', r.starts_at)::date"
+                " JOIN billing_statement s ON s.period_id = p.id AND s.tenant_id = r.tenant_id"
+                " JOIN catalog_gpumodel m ON m.id = r.gpu_model_id"
+                " JOIN catalog_offering o ON o.id = r.offering_id"
+                " JOIN accounts_user u ON u.id = r.requester_id"
+                " JOIN (SELECT id, 1.5 + 0.35 * (row_number() OVER (ORDER BY slug) - 1) AS rate"
+                "       FROM catalog_gpumodel) rates ON rates.id = r.gpu_model_id"
+            )
+            cursor.execute(
+                lines.format(
+                    position="row_number() OVER (PARTITION BY s.id ORDER BY r.id) - 1",
+                    workload="'request ' || r.id",
+                )
+                + " WHERE r.state IN ('released', 'expired', 'revoked')"
+            )
+            # The big one: the newest closed month of tenant 0, its allocations again and again.
+            big = lines.format(
+                position="(SELECT count(*) FROM billing_statementline l"
+                " WHERE l.statement_id = s.id) + n - 1",
+                workload="'job ' || n",
+            )
+            big += (
+                " CROSS JOIN generate_series(1, %s) n"
+                " WHERE r.id = (SELECT min(id) FROM allocations_gpurequest"
+                "   WHERE tenant_id = %s AND state = 'released'"
+                "   AND starts_at >= %s::date - interval '1 month' AND starts_at < %s::date)"
+            )
+            cursor.execute(
+                big, [self.shape.big_statement_lines, self.tenant_ids[0], this_month, this_month]
+            )
+            cursor.execute(
+                "UPDATE billing_statement s SET total = l.total"
+                " FROM (SELECT statement_id, sum(amount) AS total FROM billing_statementline"
+                "       GROUP BY statement_id) l WHERE l.statement_id = s.id"
+            )
+
     def run(self) -> None:
         from django.db import connection, transaction  # noqa: PLC0415
 
         with transaction.atomic():
             self.services()
         steps = (
-            ("users", self.users),
-            ("memberships", self.memberships),
-            ("requests", self.requests),
-            ("notebooks", self.notebooks),
-            ("audit events", self.audit_events),
+            ("users (COPY)", self.users),
+            ("memberships (COPY)", self.memberships),
+            ("requests (COPY)", self.requests),
+            ("notebooks (COPY)", self.notebooks),
+            ("audit events (COPY)", self.audit_events),
+            ("statements (INSERT … SELECT)", self.statements),
         )
         for name, step in steps:
             started = time.monotonic()
             with transaction.atomic():
                 step()
-            _say(f"{name} (COPY) in {time.monotonic() - started:.1f} s")
+            _say(f"{name} in {time.monotonic() - started:.1f} s")
         with transaction.atomic():
             self.personas()
         started = time.monotonic()

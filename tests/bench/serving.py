@@ -100,19 +100,26 @@ class Gunicorn:
         # gunicorn turns sync workers into gthread ones when given threads: make sure.
         assert "Using worker: sync" in self.log.read_text(errors="replace")
 
-    def workers_rss_mib(self) -> list[float]:
-        """The resident memory of each worker process now, in MiB."""
+    def workers_rss_mib(self, field: str = "VmRSS") -> list[float]:
+        """The resident memory of each worker process now, in MiB; with field="VmHWM", the
+        most it has had since it started (its peak RSS)."""
+        return list(self.workers_memory_mib(field).values())
+
+    def workers_memory_mib(self, field: str = "VmRSS") -> dict[int, float]:
+        """`field` of /proc/<pid>/status (VmRSS, VmHWM) of each worker process, in MiB."""
         if self.process is None:
-            return []
-        sizes = []
+            return {}
+        sizes = {}
         for children in Path(f"/proc/{self.process.pid}/task").glob("*/children"):
             for pid in children.read_text().split():
                 status = Path(f"/proc/{pid}/status")
                 found = (
-                    re.search(r"VmRSS:\s+(\d+) kB", status.read_text()) if status.exists() else None
+                    re.search(rf"{field}:\s+(\d+) kB", status.read_text())
+                    if status.exists()
+                    else None
                 )
                 if found:
-                    sizes.append(int(found.group(1)) / 1024)
+                    sizes[int(pid)] = int(found.group(1)) / 1024
         return sizes
 
     def stop(self) -> None:

@@ -385,10 +385,12 @@ def test_a_lead_does_not_find_another_tenants_statement(client_for, month: Ledge
     assert client_for(lead).get(f"/chargeback/statements/{PERIOD}-vision/pdf/").status_code == 404
 
 
+@pytest.mark.parametrize("copy", [True, False], ids=["written-by-postgresql", "python"])
 @pytest.mark.parametrize("closed", [False, True], ids=["provisional", "final"])
 def test_the_csv_adds_up_to_the_total_on_the_page(
-    client_for, month: Ledger, finance_user, closed: bool
+    client_for, month: Ledger, finance_user, closed: bool, copy: bool, settings
 ) -> None:
+    settings.PORTAL_CSV_COPY = copy
     if closed:
         period_close(actor=finance_user, month=MONTH)
     client = client_for(finance_user)

@@ -1,7 +1,12 @@
 import csv
 import io
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connection
 
 from portal.core.audit import audit_record
+from portal.core.models import AuditEvent
 from tenants.services import tenant_update
 
 
@@ -47,7 +52,11 @@ def test_admin_exports_csv_and_finance_may_not(
     assert refused.json()["error"]["code"] == "forbidden"
 
 
-def test_the_audit_csv_never_hands_a_spreadsheet_a_formula(client_for, admin_user, db) -> None:
+@pytest.mark.parametrize("copy", [True, False], ids=["written-by-postgresql", "python"])
+def test_the_audit_csv_never_hands_a_spreadsheet_a_formula(
+    client_for, admin_user, db, settings, copy: bool
+) -> None:
+    settings.PORTAL_CSV_COPY = copy
     audit_record(
         actor=admin_user, action="test.formula", target=admin_user,
         comment="=HYPERLINK(\"http://evil.example\")", changes={},
@@ -105,3 +114,68 @@ def test_a_page_past_the_last_of_a_short_list_is_404_without_the_cursor_hint(
 
     assert response.status_code == 404
     assert response.json()["error"]["message"] == "There is no such page."
+
+
+# Cells a spreadsheet would take for a formula, numbers that look like one, what CSV must quote,
+# an empty cell, text beyond ASCII.
+ODD_CELLS = [
+    "=1+2", "+cmd", "-x", "@SUM(A1)", "\tx", "\rx", "-1.25", "+3", "10/7", "-10/7", "1e5",
+    'say "hi"', "a,b", "two\nlines", "", " lead", "'quoted", "数据中心", "é\u200b",
+]  # fmt: skip
+
+
+def test_postgresql_writes_the_audit_csv_python_would_cell_for_cell(
+    client_for, admin_user, tenant_a, settings
+) -> None:
+    columns = (
+        "actor_id, actor_name, action, target_type, target_id, target_name, tenant_id, changes,"
+        " comment, request_id, source_ip, user_agent"
+    )
+    for number, text in enumerate(ODD_CELLS):
+        # The odd text in every column, an IPv6 address; and the same event again at a time
+        # chosen (`at` is set on insert): a whole second, which isoformat writes without
+        # microseconds.
+        event = AuditEvent.objects.create(
+            actor=admin_user, actor_name=text, action="test.odd", target_type=text,
+            target_id=text, target_name=text, tenant=tenant_a if number % 2 else None,
+            changes={"note": [text, None]}, comment=text, request_id=text,
+            source_ip="2001:db8::1" if number % 2 else "10.0.0.7", user_agent=text,
+        )  # fmt: skip
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO core_auditevent (at, {columns}) SELECT %s, {columns}"  # noqa: S608
+                " FROM core_auditevent WHERE id = %s",
+                [
+                    datetime(2026, 10, 1, 12, 0, number, 0 if number % 3 else 5, tzinfo=UTC),
+                    event.pk,
+                ],
+            )
+    client = client_for(admin_user)
+
+    settings.PORTAL_CSV_COPY = True
+    by_postgresql = client.get("/api/v1/audit-events/?format=csv&action=test.odd")
+    settings.PORTAL_CSV_COPY = False
+    by_python = client.get("/api/v1/audit-events/?format=csv&action=test.odd")
+
+    def rows(response) -> list[list[str]]:
+        return list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+    written = rows(by_postgresql)
+    assert written == rows(by_python)
+    assert len(written) == 2 * len(ODD_CELLS) + 1
+    comments = {row[8] for row in written[1:]}
+    assert {
+        "'=1+2",
+        "'+cmd",
+        "'-x",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\rx",
+        "-1.25",
+        "+3",
+        "-10/7",
+    } <= comments
+    assert {"2026-10-01T12:00:01+00:00", "2026-10-01T12:00:00.000005+00:00"} <= {
+        row[0] for row in written[1:]
+    }
+    assert {"2001:db8::1", "10.0.0.7"} == {row[10] for row in written[1:]}
