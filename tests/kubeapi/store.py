@@ -59,11 +59,14 @@ class Store:
     def find(
         self, rt: ResourceType | None = None, namespace: str | None = None
     ) -> list[tuple[ResourceType, dict[str, Any]]]:
-        return [
-            (BY_PLURAL[plural], obj)
-            for (plural, ns, _), obj in sorted(self._objects.items())
-            if (rt is None or plural == rt.plural) and (namespace is None or ns == namespace)
-        ]
+        # Filtered first, then sorted: sorting every stored object to find one namespace's
+        # made a store of thousands of namespaces quadratic (make bench's reconcile).
+        found = sorted(
+            (key, obj)
+            for key, obj in self._objects.items()
+            if (rt is None or key[0] == rt.plural) and (namespace is None or key[1] == namespace)
+        )
+        return [(BY_PLURAL[plural], obj) for (plural, _ns, _name), obj in found]
 
     def namespace_exists(self, name: str) -> bool:
         return self.get(NAMESPACES, None, name) is not None
