@@ -24,9 +24,14 @@ def memberships_of(user: User) -> QuerySet[Membership]:
     return Membership.objects.filter(user=user).select_related("tenant")
 
 
+def tenants_with_member_count(tenants: QuerySet[Tenant]) -> QuerySet[Tenant]:
+    """Tenants with their number of members (`member_count`), in the same query."""
+    return tenants.annotate(member_count=Count("memberships"))
+
+
 def tenants_with_members(tenants: QuerySet[Tenant]) -> QuerySet[Tenant]:
     """Tenants with their memberships (and users) prefetched and counted, in two queries."""
-    return tenants.annotate(member_count=Count("memberships")).prefetch_related(
+    return tenants_with_member_count(tenants).prefetch_related(
         Prefetch("memberships", queryset=Membership.objects.select_related("user"))
     )
 
