@@ -82,9 +82,7 @@ def pending_requests(user: User) -> tuple[int, list[GpuRequest]]:
 
 def pending_extensions(user: User) -> tuple[int, list[GpuRequest]]:
     """Extensions waiting for a lead, as their allocations (`.pending_extension` set)."""
-    queue = extensions_queue_for(user).select_related(
-        "request__tenant", "request__requester", "request__offering"
-    )
+    queue = extensions_queue_for(user)  # with its requests' tenants, requesters and offerings
     extensions, count = first_with_count(queue, HOME_ROWS)
     rows = []
     for extension in extensions:
