@@ -42,7 +42,7 @@ from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -190,7 +190,7 @@ def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> 
         UsageRecord.objects.filter(cluster=cluster, hour=start).delete()
         GpuHealth.objects.filter(cluster=cluster, hour=start).delete()
         UsageCapacity.objects.filter(cluster=cluster, hour=start).delete()
-        UsageRecord.objects.bulk_create(records, batch_size=2000)
+        records_insert(records)
         UsageCapacity.objects.bulk_create(capacity)
         GpuHealth.objects.bulk_create(
             GpuHealth(
@@ -211,6 +211,28 @@ def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> 
         window.save()
         _advance_watermark(cluster)
     return window
+
+
+def records_insert(records: list[UsageRecord]) -> None:
+    """Insert a window's records. On PostgreSQL in one COPY: a window of 10,000 GPUs has some
+    20,000 records, which bulk_create takes about 2 s to turn into SQL parameters (20 fields
+    each) while COPY takes their values as they are; elsewhere (the demo's SQLite) bulk_create.
+    Records have no field the database or a pre_save fills in, but the id."""
+    if connection.vendor != "postgresql" or not records:
+        UsageRecord.objects.bulk_create(records, batch_size=2000)
+        return
+    fields = [
+        (f.attname, f.column)
+        for f in UsageRecord._meta.concrete_fields
+        if not f.primary_key and f.column
+    ]
+    columns = ", ".join(connection.ops.quote_name(column) for _, column in fields)
+    names = [name for name, _ in fields]
+    table = connection.ops.quote_name(UsageRecord._meta.db_table)
+    statement = f"COPY {table} ({columns}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
+        for record in records:
+            copy.write_row([getattr(record, name) for name in names])
 
 
 def _advance_watermark(cluster: Cluster) -> None:
@@ -330,7 +352,7 @@ class Attribution:
         records = []
         for key, measures in self.totals.items():
             record = UsageRecord(
-                cluster=self.cluster,
+                cluster_id=self.cluster.pk,
                 hour=self.start,
                 tenant_id=key.tenant_id,
                 namespace=key.namespace[:63],
