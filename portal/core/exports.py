@@ -95,10 +95,10 @@ _TEXT = (
 )
 CELL_SQL = {
     "text": _TEXT,
+    # One to_char, the microseconds dropped when there are none (as isoformat does).
     "time": (
-        """to_char({0} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')"""
-        " || CASE WHEN mod(extract(microseconds FROM {0})::int, 1000000) = 0 THEN ''"
-        """ ELSE to_char({0}, '.US') END || '+00:00'"""
+        """replace(to_char({0} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '.000000', '')"""
+        " || '+00:00'"
     ),
     "number": "{0}",
     "address": "host({0})",
