@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
+from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Value
 from django.utils.translation import gettext
 
 from portal.accounts.models import User
@@ -47,6 +48,13 @@ LINE_NUMBER_FORMATS = {"quantity": "0.000000", "rate": "0.0000", "amount": "0.00
 LINE_COLUMNS = (
     "period", "tenant", "cost_centre", "gpu_model", "offering", "user", "workload", "quantity",
     "unit", "rate", "currency", "amount", "basis", "status",
+)  # fmt: skip
+# How each of LINE_COLUMNS is made of `final_statement_cells` (core's csv_query_download).
+LINE_CELLS = (
+    ("text", "period"), ("text", "tenant_slug"), ("text", "centre"), ("text", "gpu_model"),
+    ("text", "offering"), ("text", "user"), ("text", "workload"),
+    ("fraction", "quantity_num", "quantity_den"), ("text", "unit"), ("number", "rate"),
+    ("text", "currency"), ("number", "amount"), ("text", "line_basis"), ("text", "status"),
 )  # fmt: skip
 STATEMENT_ID = re.compile(r"^(\d{4})-(\d{2})-([a-z0-9][a-z0-9-]{0,62})$")
 MONTH = re.compile(r"^(\d{4})-(\d{2})$")
@@ -249,6 +257,24 @@ def statement_lines(
             line.gpu_model, line.offering, line.user, line.workload, line.quantity, line.unit,
             line.rate, line.currency, line.amount, line.used_gpu_hours,
         )  # fmt: skip
+
+
+def final_statement_cells(statement: StatementView) -> QuerySet[StatementLine, tuple[Any, ...]]:
+    """A final statement's lines in order, as the columns LINE_CELLS names (the statement's own
+    fields as constants): for the database to write as CSV. No rows for a provisional one (it
+    has no stored lines)."""
+    return (
+        StatementLine.objects.filter(statement=statement.stored)
+        .order_by("position")
+        .annotate(
+            period=Value(f"{statement.month:%Y-%m}"),
+            tenant_slug=Value(statement.tenant.slug),
+            centre=Value(statement.cost_centre),
+            line_basis=Value(statement.basis),
+            status=Value("final"),
+        )
+        .values_list(*[name for _, *names in LINE_CELLS for name in names])
+    )
 
 
 def statement_line_count(statement: StatementView) -> int:
