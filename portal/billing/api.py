@@ -9,8 +9,6 @@ admins' alone: to anyone else `periods/` and the close and reopen routes do not 
 Finance and admins close a month; only admins reopen one (finance: 403), with a reason.
 """
 
-from collections import defaultdict
-from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
@@ -32,6 +30,7 @@ from portal.billing.models import Period, RateCard
 from portal.billing.selectors import (
     LINE_COLUMNS,
     LineView,
+    MonthStatements,
     StatementView,
     current_month,
     month_of,
@@ -144,16 +143,6 @@ class RateCardList(ListModelMixin, GenericAPIView[RateCard]):
         return Response(RateCardSerializer(card).data, status=status.HTTP_201_CREATED)
 
 
-def _cost_centres(statements: list[StatementView]) -> list[dict[str, Any]]:
-    totals: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
-    for statement in statements:
-        totals[(statement.cost_centre, statement.currency)] += statement.total
-    return [
-        {"cost_centre": cost_centre, "currency": currency, "total": f"{total:.2f}"}
-        for (cost_centre, currency), total in sorted(totals.items())
-    ]
-
-
 class StatementList(GenericAPIView[Any]):
     """A month's statements the caller may see, by tenant: final ones for a closed month,
     provisional ones (priced from the usage so far) for an open one, for the tenants with usage
@@ -174,15 +163,22 @@ class StatementList(GenericAPIView[Any]):
         values = params.validated_data
         month = month_of(values["period"], field="period") if "period" in values else None
         month = month or current_month()
-        statements = statements_for(user, month, tenant_slug=values.get("tenant"))
-        if "cost_centre" in values:
-            statements = [s for s in statements if s.cost_centre == values["cost_centre"]]
-        page = self.paginate_queryset(statements) or []
+        statements = MonthStatements(
+            user, month, tenant_slug=values.get("tenant"), cost_centre=values.get("cost_centre")
+        )
+        page = self.paginate_queryset(statements) or []  # type: ignore[arg-type]
         paged = self.get_paginated_response(self.get_serializer(page, many=True).data)
         paged.data = {
             **{key: value for key, value in paged.data.items() if key != "results"},
             "period": f"{month:%Y-%m}",
-            "cost_centres": _cost_centres(statements),
+            "cost_centres": [
+                {
+                    "cost_centre": row.cost_centre,
+                    "currency": row.currency,
+                    "total": f"{row.total:.2f}",
+                }
+                for row in statements.centre_totals()
+            ],
             "results": paged.data["results"],
         }
         return paged

@@ -12,7 +12,7 @@ from portal.billing.models import BudgetUnit
 from portal.billing.selectors import month_of
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.core.errors import ValidationFailed
-from portal.core.forms import BoundedForm
+from portal.core.forms import BoundedForm, LongSelect
 from portal.core.validators import TEXT_MAX_LENGTH
 
 SORTS = {
@@ -36,7 +36,7 @@ class ChargebackFilterForm(BoundedForm):
     `sort` (a column, `-` for descending)."""
 
     period = forms.CharField(label=_("Month"), widget=MonthInput)
-    cost_centre = forms.ChoiceField(label=_("Cost centre"), required=False)
+    cost_centre = forms.ChoiceField(label=_("Cost centre"), required=False, widget=LongSelect)
     sort = forms.ChoiceField(label=_("Sort by"), choices=list(SORTS.items()))
 
     def __init__(self, data: dict[str, Any], *, cost_centres: list[str]) -> None:

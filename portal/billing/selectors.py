@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet, Value
+from django.db.models import Count, QuerySet, Sum, Value
 from django.utils.translation import gettext
 
 from portal.accounts.models import User
@@ -138,6 +138,7 @@ class StatementView:
     total: Decimal
     stored: Statement | None = None  # the frozen statement of a closed month
     problem: str = ""  # why it cannot be priced (e.g. rate cards in two currencies)
+    budget_used: str = ""  # on the month's page: the share of its budget, "84.2%"
 
     @property
     def final(self) -> bool:
@@ -186,6 +187,21 @@ def tenants_seen(user: User) -> QuerySet[Tenant]:
     return Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
 
 
+def statements_seen(user: User, tenant_slug: str | None = None) -> QuerySet[Statement]:
+    """The stored statements of the tenants whose statements the user sees (of tenant
+    `tenant_slug` alone when given; NotFound when the user may not see it). Finance and admins
+    see every tenant's: no filter on tenants for them."""
+    stored = Statement.objects.visible_to(user)
+    if tenant_slug is None and sees_everything(user):
+        return stored
+    tenants = tenants_seen(user)
+    if tenant_slug is not None:
+        tenants = tenants.filter(slug=tenant_slug)
+        if not tenants.exists():
+            raise NotFound(gettext("There is no such tenant."))
+    return stored.filter(tenant__in=tenants)
+
+
 def statements_for(
     user: User, month: date, *, tenant_slug: str | None = None
 ) -> list[StatementView]:
@@ -194,12 +210,17 @@ def statements_for(
 
     `tenant_slug` narrows them to one tenant (priced alone); NotFound when the user may not see
     that tenant's statements."""
+    return _month_views(user, month, _period(month), tenant_slug)
+
+
+def _month_views(
+    user: User, month: date, period: Period | None, tenant_slug: str | None
+) -> list[StatementView]:
     tenants = tenants_seen(user)
     if tenant_slug is not None:
         tenants = tenants.filter(slug=tenant_slug)
         if not tenants.exists():
             raise NotFound(gettext("There is no such tenant."))
-    period = _period(month)
     if period is not None and period.state == PeriodState.CLOSED:
         stored = Statement.objects.visible_to(user).filter(period=period, tenant__in=tenants)
         stored = stored.select_related("tenant")
@@ -215,6 +236,115 @@ def statements_for(
             continue
         views.append(_provisional(month, tenant, priced[tenant.pk]))
     return views
+
+
+# How a month's statements sort (`-` first for descending): a column, then the tenant.
+STATEMENT_SORTS = {
+    "tenant": ("tenant__slug",),
+    "cost_centre": ("cost_centre", "tenant__slug"),
+    "total": ("total", "tenant__slug"),
+}
+
+
+@dataclass
+class CentreTotal:
+    """The statements of one cost centre in one currency (none: nothing priced)."""
+
+    cost_centre: str
+    currency: str
+    total: Decimal
+    statements: int
+
+
+class MonthStatements:
+    """A month's statements the user may see (as `statements_for`), sorted and narrowed to a
+    cost centre, as a list that pages slice: a closed month's are read from the database a page
+    at a time, sorted, counted and totalled there (a thousand tenants' statements are never
+    loaded to show fifty); an open month's are priced all at once, as pricing needs.
+
+    `tenant_slug` narrows them to one tenant; NotFound when the user may not see it."""
+
+    def __init__(
+        self,
+        user: User,
+        month: date,
+        *,
+        tenant_slug: str | None = None,
+        cost_centre: str | None = None,
+        sort: str = "tenant",
+    ) -> None:
+        column = sort.removeprefix("-")
+        if column not in STATEMENT_SORTS:
+            raise ValidationFailed.on("sort", gettext("Sort by tenant, cost_centre or total."))
+        self.month, self.descending = month, sort.startswith("-")
+        self._order = STATEMENT_SORTS[column]
+        self.period = period = _period(month)
+        if period is None or period.state != PeriodState.CLOSED:
+            listed = _month_views(user, month, period, tenant_slug)
+            if cost_centre is not None:
+                listed = [view for view in listed if view.cost_centre == cost_centre]
+            self._priced: list[StatementView] | None = sorted(
+                listed, key=self._key, reverse=self.descending
+            )
+            return
+        self._priced = None
+        stored = statements_seen(user, tenant_slug).filter(period=period)
+        if cost_centre is not None:
+            stored = stored.filter(cost_centre=cost_centre)
+        self._stored = stored
+
+    def _key(self, view: StatementView) -> tuple[Any, ...]:
+        values = {"tenant__slug": view.tenant.slug, "cost_centre": view.cost_centre}
+        return tuple(view.total if name == "total" else values[name] for name in self._order)
+
+    @property
+    def final(self) -> bool:
+        return self._priced is None
+
+    def __len__(self) -> int:
+        if self._priced is not None:
+            return len(self._priced)
+        if not hasattr(self, "_count"):
+            self._count: int = self._stored.count()
+        return self._count
+
+    def __getitem__(self, part: slice) -> list[StatementView]:
+        if self._priced is not None:
+            return self._priced[part]
+        order = [f"-{name}" if self.descending else name for name in self._order]
+        rows = self._stored.select_related("tenant").order_by(*order)[part]
+        return [_final(self.month, row) for row in rows]
+
+    def centre_totals(self) -> list[CentreTotal]:
+        """One row per cost centre and currency, of every statement (not a page's)."""
+        if self._priced is not None:
+            rows: dict[tuple[str, str], CentreTotal] = {}
+            for view in self._priced:
+                key = (view.cost_centre, view.currency)
+                row = rows.setdefault(key, CentreTotal(*key, Decimal("0.00"), 0))
+                row.total += view.total
+                row.statements += 1
+            return [rows[key] for key in sorted(rows)]
+        grouped = (
+            self._stored.order_by()
+            .values_list("cost_centre", "currency")
+            .annotate(total=Sum("total"), statements=Count("pk"))
+        )
+        return sorted(
+            (
+                CentreTotal(centre, currency, total, count)
+                for centre, currency, total, count in grouped
+            ),
+            key=lambda row: (row.cost_centre, row.currency),
+        )
+
+
+def grand_totals(centres: list[CentreTotal]) -> list[tuple[str, Decimal]]:
+    """Per currency, the sum of the cost centres' totals."""
+    totals: dict[str, Decimal] = {}
+    for row in centres:
+        totals[row.currency] = totals.get(row.currency, Decimal("0.00")) + row.total
+    return sorted(totals.items())
 
 
 def statement_for(user: User, statement_id: str) -> StatementView:

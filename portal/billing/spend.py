@@ -19,13 +19,13 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Case, F, Q, QuerySet, Sum, Value, When
 from django.utils.translation import gettext
 
 from portal.accounts.models import User
 from portal.billing.models import Basis, Period, PeriodState, Statement
 from portal.billing.pricing import CENT, CPU, GPU, RAM, RateBook, card_price, month_bounds
-from portal.billing.selectors import month_of, tenants_seen
+from portal.billing.selectors import month_of, statements_seen, tenants_seen
 from portal.catalog.models import Offering
 from portal.core.errors import NotFound, ValidationFailed
 from portal.metering.models import UsageDaily
@@ -40,12 +40,22 @@ OTHER = "_other"  # the other tenants' series (no tenant slug starts with "_")
 
 
 @dataclass(frozen=True)
+class TenantName:
+    """The tenant of a spend row, as the chart and the API name it (not a model instance: a
+    range of closed months is thousands of rows)."""
+
+    pk: int
+    slug: str
+    name: str
+
+
+@dataclass(frozen=True)
 class SpendRow:
     """A tenant's total for a month: final (its stored statement) or provisional, approx.
     (priced from the daily rollup now)."""
 
     month: date
-    tenant: Tenant
+    tenant: TenantName
     cost_centre: str
     currency: str
     total: Decimal
@@ -155,6 +165,62 @@ class Spend:
     rows: list[SpendRow]
 
 
+def _tenants(user: User, tenant_slug: str | None) -> QuerySet[Tenant]:
+    tenants = tenants_seen(user)
+    if tenant_slug is not None:
+        tenants = tenants.filter(slug=tenant_slug)
+        if not tenants.exists():
+            raise NotFound(gettext("There is no such tenant."))
+    return tenants
+
+
+def _closed(first: date, last: date) -> dict[date, Period]:
+    return {
+        period.month: period
+        for period in Period.objects.filter(
+            month__gte=first, month__lte=last, state=PeriodState.CLOSED
+        )
+    }
+
+
+def _statements(
+    user: User, closed: dict[date, Period], tenant_slug: str | None, cost_centre: str | None
+) -> QuerySet[Statement]:
+    stored = statements_seen(user, tenant_slug).filter(period__in=list(closed.values()))
+    return stored if cost_centre is None else stored.filter(cost_centre=cost_centre)
+
+
+def _open_rows(
+    months: list[date], tenants: QuerySet[Tenant], cost_centre: str | None
+) -> list[SpendRow]:
+    """The open months' rows, priced from the daily rollup."""
+    priced = _rollup_priced(
+        months, basis=settings.PORTAL_CHARGE_BASIS, tenants_filter=Q(tenant__in=tenants)
+    )
+    named = {
+        pk: (TenantName(pk, slug, name), centre)
+        for pk, slug, name, centre in Tenant.objects.filter(
+            pk__in={tenant_id for _, tenant_id in priced}
+        ).values_list("pk", "slug", "name", "cost_centre")
+    } if priced else {}  # fmt: skip
+    rows = []
+    for (month, tenant_id), per_currency in priced.items():
+        tenant, centre = named[tenant_id]
+        currency, total, problem = "", Decimal("0.00"), ""
+        if len(per_currency) > 1:
+            problem = (
+                f"The rate cards for {tenant.slug} in {month:%Y-%m} are in "
+                f"{' and '.join(sorted(per_currency))}: one statement takes one currency."
+            )
+        elif per_currency:  # nothing priced (no rate card): no currency, no charge
+            [(currency, amount)] = per_currency.items()
+            total = _round(amount)
+        rows.append(SpendRow(month, tenant, centre, currency, total, final=False, problem=problem))
+    if cost_centre is not None:
+        rows = [row for row in rows if row.cost_centre == cost_centre]
+    return rows
+
+
 def spend_for(
     user: User,
     first: date,
@@ -170,53 +236,23 @@ def spend_for(
     statements of the closed months, the rollup of the open ones (with the rate cards, the
     offerings and the tenants it names). NotFound when `tenant_slug` names a tenant the user
     may not see."""
-    tenants = tenants_seen(user)
-    if tenant_slug is not None:
-        tenants = tenants.filter(slug=tenant_slug)
-        if not tenants.exists():
-            raise NotFound(gettext("There is no such tenant."))
+    tenants = _tenants(user, tenant_slug)
     months = months_between(first, last)
-    closed = {
-        period.month: period
-        for period in Period.objects.filter(
-            month__gte=first, month__lte=last, state=PeriodState.CLOSED
-        )
-    }
-    rows = [
-        SpendRow(
-            statement.period.month,
-            statement.tenant,
-            statement.cost_centre,
-            statement.currency,
-            statement.total,
-            final=True,
-        )
-        for statement in Statement.objects.visible_to(user)
-        .filter(period__in=list(closed.values()), tenant__in=tenants)
-        .select_related("period", "tenant")
-    ] if closed else []  # fmt: skip
-    basis = settings.PORTAL_CHARGE_BASIS
-    open_months = [month for month in months if month not in closed]
-    priced = _rollup_priced(open_months, basis=basis, tenants_filter=Q(tenant__in=tenants))
-    named = Tenant.objects.in_bulk({tenant_id for _, tenant_id in priced}) if priced else {}
-    for (month, tenant_id), per_currency in priced.items():
-        tenant = named[tenant_id]
-        currency, total, problem = "", Decimal("0.00"), ""
-        if len(per_currency) > 1:
-            problem = (
-                f"The rate cards for {tenant.slug} in {month:%Y-%m} are in "
-                f"{' and '.join(sorted(per_currency))}: one statement takes one currency."
-            )
-        elif per_currency:  # nothing priced (no rate card): no currency, no charge
-            [(currency, amount)] = per_currency.items()
-            total = _round(amount)
-        rows.append(
-            SpendRow(
-                month, tenant, tenant.cost_centre, currency, total, final=False, problem=problem
-            )
-        )
-    if cost_centre is not None:
-        rows = [row for row in rows if row.cost_centre == cost_centre]
+    closed = _closed(first, last)
+    rows = []
+    if closed:
+        # Plain values, not model instances: twelve closed months of a thousand tenants.
+        stored = _statements(user, closed, tenant_slug, cost_centre).values_list(
+            "period__month", "tenant_id", "tenant__slug", "tenant__name", "cost_centre",
+            "currency", "total",
+        )  # fmt: skip
+        names: dict[int, TenantName] = {}
+        for month, tenant_id, slug, name, centre, currency, total in stored:
+            tenant = names.get(tenant_id)
+            if tenant is None:
+                tenant = names[tenant_id] = TenantName(tenant_id, slug, name)
+            rows.append(SpendRow(month, tenant, centre, currency, total, final=True))
+    rows += _open_rows([month for month in months if month not in closed], tenants, cost_centre)
     rows.sort(key=lambda row: (row.month, row.tenant.slug))
     return Spend(months, set(closed), rows)
 
@@ -285,39 +321,88 @@ class SpendChart:
         }
 
 
+def _ranked(spent: dict[TenantName, Decimal], top: int) -> tuple[list[TenantName], int]:
+    """The tenants a chart names, biggest spend first, and how many others it sums ("Other
+    tenants" only when it stands for more than one)."""
+    ranked = sorted(spent, key=lambda tenant: (-spent[tenant], tenant.slug))
+    shown = ranked if len(ranked) <= top + 1 else ranked[:top]
+    return shown, len(ranked) - len(shown)
+
+
+def _chart(
+    currency: str,
+    spend: Spend,
+    shown: list[TenantName],
+    others: int,
+) -> SpendChart:
+    """The chart of `spend`'s rows in `currency`: the `shown` tenants' own columns, every
+    other tenant's amount (a row of OTHER's too) in the others' column."""
+    slugs = {tenant.slug for tenant in shown}
+    series = [(tenant.slug, tenant.name) for tenant in shown]
+    if others:
+        series.append((OTHER, gettext("Other tenants (%(count)d)") % {"count": others}))
+    cells: dict[date, dict[str, Decimal]] = {month: {} for month in spend.months}
+    for row in spend.rows:
+        if row.currency != currency:
+            continue
+        key = row.tenant.slug if row.tenant.slug in slugs else OTHER
+        month_cells = cells.setdefault(row.month, {})
+        month_cells[key] = month_cells.get(key, Decimal("0.00")) + row.total
+    final = {month: month in spend.closed for month in spend.months}
+    return SpendChart(currency, spend.months, final, series, cells)
+
+
 def spend_charts(spend: Spend, *, top: int = TOP_TENANTS) -> list[SpendChart]:
     """One chart per currency the rows are in (a tenant with nothing priced has none)."""
-    months, closed = spend.months, spend.closed
-    by_currency: dict[str, list[SpendRow]] = defaultdict(list)
+    spent: dict[str, dict[TenantName, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     for row in spend.rows:
         if row.currency:
-            by_currency[row.currency].append(row)
-    charts = []
-    for currency, priced in sorted(by_currency.items()):
-        spent: dict[str, Decimal] = defaultdict(Decimal)
-        names: dict[str, str] = {}
-        for row in priced:
-            spent[row.tenant.slug] += row.total
-            names[row.tenant.slug] = row.tenant.name
-        ranked = sorted(spent, key=lambda slug: (-spent[slug], slug))
-        # "Other tenants" only when it stands for more than one.
-        shown = set(ranked if len(ranked) <= top + 1 else ranked[:top])
-        series = [(slug, names[slug]) for slug in ranked if slug in shown]
-        if len(ranked) > len(shown):
-            series.append(
-                (
-                    OTHER,
-                    gettext("Other tenants (%(count)d)") % {"count": len(ranked) - len(shown)},
-                )
-            )
-        cells: dict[date, dict[str, Decimal]] = {month: {} for month in months}
-        for row in priced:
-            key = row.tenant.slug if row.tenant.slug in shown else OTHER
-            month_cells = cells.setdefault(row.month, {})
-            month_cells[key] = month_cells.get(key, Decimal("0.00")) + row.total
-        charts.append(
-            SpendChart(
-                currency, months, {month: month in closed for month in months}, series, cells
-            )
+            spent[row.currency][row.tenant] += row.total
+    return [
+        _chart(currency, spend, *_ranked(by_tenant, top))
+        for currency, by_tenant in sorted(spent.items())
+    ]
+
+
+# The rows of the others' column of a chart summed in the database.
+OTHERS = TenantName(0, OTHER, "")
+
+
+def spend_charts_for(
+    user: User, first: date, last: date, *, cost_centre: str | None = None, top: int = TOP_TENANTS
+) -> tuple[list[SpendChart], list[SpendRow]]:
+    """`spend_charts(spend_for(...))` with the closed months summed in the database: each
+    tenant's spend over the range, then per month the charted tenants' totals and the others'
+    sum (some hundred rows, where twelve closed months of a thousand tenants are twelve
+    thousand statements). With the open months' rows that could not be priced."""
+    tenants = _tenants(user, None)
+    months = months_between(first, last)
+    closed = _closed(first, last)
+    open_rows = _open_rows([month for month in months if month not in closed], tenants, cost_centre)
+    spent: dict[str, dict[TenantName, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+    for row in open_rows:
+        if row.currency:
+            spent[row.currency][row.tenant] += row.total
+    stored = _statements(user, closed, None, cost_centre).exclude(currency="").order_by()
+    if closed:
+        per_tenant = stored.values_list("currency", "tenant_id", "tenant__slug", "tenant__name")
+        for currency, pk, slug, name, total in per_tenant.annotate(Sum("total")):
+            spent[currency][TenantName(pk, slug, name)] += total
+    ranked = {currency: _ranked(by_tenant, top) for currency, by_tenant in spent.items()}
+    rows = list(open_rows)
+    if closed and ranked:
+        named = Q()
+        for currency, (shown, _others) in ranked.items():
+            named |= Q(currency=currency, tenant_id__in=[tenant.pk for tenant in shown])
+        tenants_by_pk = {tenant.pk: tenant for shown, _ in ranked.values() for tenant in shown}
+        summed = (
+            stored.annotate(key=Case(When(named, then=F("tenant_id")), default=Value(0)))
+            .values_list("period__month", "currency", "key")
+            .annotate(Sum("total"))
         )
-    return charts
+        for month, currency, key, total in summed:
+            tenant = tenants_by_pk.get(key, OTHERS)
+            rows.append(SpendRow(month, tenant, "", currency, total, final=True))
+    spend = Spend(months, set(closed), rows)
+    charts = [_chart(currency, spend, *ranked[currency]) for currency in sorted(ranked)]
+    return charts, [row for row in open_rows if row.problem]

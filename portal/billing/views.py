@@ -8,11 +8,12 @@ through portal.billing.services; refusals are shown where the user acted, with t
 """
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from itertools import islice
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -33,21 +34,23 @@ from portal.billing.forms import ChargebackFilterForm, PeriodReopenForm, RateCar
 from portal.billing.models import PeriodState, RateCard
 from portal.billing.selectors import (
     LineView,
+    MonthStatements,
     StatementView,
     current_month,
+    grand_totals,
     month_of,
     periods,
     rate_cards,
     statement_for,
     statement_history,
     statement_lines,
-    statements_for,
 )
 from portal.billing.services import period_close, period_reopen, rate_card_create
-from portal.billing.spend import CHART_MONTHS, shift, spend_charts, spend_for
+from portal.billing.spend import CHART_MONTHS, shift, spend_charts_for
 from portal.core.errors import Conflict, PermissionDenied, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
+from portal.core.pagination import BoundedPaginator
 from portal.metering.selectors import usage_watermarks
 from portal.metering.views import hours_text
 from tenants.access import sees_everything, tenants_led_by
@@ -55,6 +58,8 @@ from tenants.models import Tenant
 
 # The most lines a statement's page shows; its CSV has them all.
 PAGE_LINES = 500
+# Statements per page of a month's (its totals cover them all).
+PAGE_STATEMENTS = 50
 
 
 def _require_reader(user: User) -> None:
@@ -75,45 +80,9 @@ def _month_in_url(text: str) -> date:
 # A month's statements
 
 
-@dataclass
-class CentreTotal:
-    cost_centre: str
-    currency: str
-    total: Decimal
-    statements: int
-
-
 def _cost_centres(user: User) -> list[str]:
     tenants = Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
     return sorted(set(tenants.order_by().values_list("cost_centre", flat=True)))
-
-
-def _sorted(statements: list[StatementView], sort: str) -> list[StatementView]:
-    column = sort.removeprefix("-")
-    keys = {
-        "tenant": lambda view: (view.tenant.slug,),
-        "cost_centre": lambda view: (view.cost_centre, view.tenant.slug),
-        "total": lambda view: (view.total, view.tenant.slug),
-    }
-    return sorted(statements, key=keys[column], reverse=sort.startswith("-"))
-
-
-def _centre_totals(statements: list[StatementView]) -> list[CentreTotal]:
-    """One row per cost centre and currency (a statement with nothing priced has none)."""
-    rows: dict[tuple[str, str], CentreTotal] = {}
-    for view in statements:
-        key = (view.cost_centre, view.currency)
-        row = rows.setdefault(key, CentreTotal(view.cost_centre, view.currency, Decimal("0.00"), 0))
-        row.total += view.total
-        row.statements += 1
-    return [rows[key] for key in sorted(rows)]
-
-
-def _grand_totals(statements: list[StatementView]) -> list[tuple[str, Decimal]]:
-    totals: dict[str, Decimal] = {}
-    for view in statements:
-        totals[view.currency] = totals.get(view.currency, Decimal("0.00")) + view.total
-    return sorted(totals.items())
 
 
 def _sort_links(query: dict[str, str], sort: str) -> dict[str, dict[str, str]]:
@@ -150,13 +119,18 @@ def _statements_page(
         month = form.cleaned_data["period"]
         sort = form.cleaned_data["sort"]
         centre = form.cleaned_data["cost_centre"]
-        listed = [
-            view for view in statements_for(user, month) if not centre or view.cost_centre == centre
-        ]
-        budgets_used = budget_column(month, listed)
-        for view in listed:
-            view.budget_used = budgets_used.get(view.tenant.pk, "")  # type: ignore[attr-defined]
-        period = periods().filter(month=month).first()
+        listed = MonthStatements(user, month, cost_centre=centre or None, sort=sort)
+        paginator = BoundedPaginator(cast("Sequence[StatementView]", listed), PAGE_STATEMENTS)
+        page = paginator.get_page(request.GET.get("page"))
+        shown: list[StatementView] = list(page.object_list)
+        budgets_used = budget_column(month, shown)
+        for view in shown:
+            view.budget_used = budgets_used.get(view.tenant.pk, "")
+        centre_totals = listed.centre_totals()
+        centres = BoundedPaginator(centre_totals, PAGE_STATEMENTS).get_page(
+            request.GET.get("centres_page")
+        )
+        period = listed.period
         closed = period is not None and period.state == PeriodState.CLOSED
         query = {"period": f"{month:%Y-%m}", **({"cost_centre": centre} if centre else {})}
         following = shift(month, 1)
@@ -166,9 +140,10 @@ def _statements_page(
             "period": period,
             "closed": closed,
             "ended": month < current_month(),
-            "statements": _sorted(listed, sort),
-            "centre_totals": _centre_totals(listed),
-            "grand_totals": _grand_totals(listed),
+            "statements": shown,
+            "page": page,
+            "centres": centres,
+            "grand_totals": grand_totals(centre_totals),
             "sort_links": _sort_links(query, sort),
             "previous": f"{shift(month, -1):%Y-%m}",
             "following": f"{following:%Y-%m}" if following <= current_month() else "",
@@ -188,12 +163,11 @@ def _spend_context(user: User, month: date, cost_centre: str) -> dict[str, Any]:
     """The spend chart of the CHART_MONTHS months up to `month` (one per currency), its table
     and the data static/js/usage-charts.js draws it from."""
     first = shift(month, 1 - CHART_MONTHS)
-    spend = spend_for(user, first, month, cost_centre=cost_centre or None)
-    charts = spend_charts(spend)
+    charts, problems = spend_charts_for(user, first, month, cost_centre=cost_centre or None)
     return {
         "spend_first": f"{first:%Y-%m}",
         "spend_charts": charts,
-        "spend_problems": [row for row in spend.rows if row.problem],
+        "spend_problems": problems,
         "chart_json": json.dumps({"tables": [chart.as_data() for chart in charts]}),
     }
 

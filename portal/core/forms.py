@@ -10,6 +10,9 @@ from typing import Any
 
 from django import forms
 from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
+from django.forms.utils import flatatt
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from portal.core.validators import (
     INTEGER_MAX,
@@ -46,3 +49,29 @@ class BoundedForm(forms.Form):
         super().__init__(*args, **kwargs)
         for field in self.fields.values():
             form_field_bound(field)
+
+
+class LongSelect(forms.Select):
+    """A select of as many options as an organisation has (cost centres, tenants), written in
+    one pass. Django's `Select` renders a template per option, about a quarter of a millisecond
+    each: a thousand cost centres took the chargeback page 250 ms. Flat choices only (no
+    groups)."""
+
+    def render(
+        self,
+        name: str,
+        value: Any,
+        attrs: dict[str, Any] | None = None,
+        renderer: Any = None,
+    ) -> SafeString:
+        final_attrs = self.build_attrs(self.attrs, {**(attrs or {}), "name": name})
+        chosen = set(self.format_value(value))
+        options = format_html_join(
+            "",
+            '<option value="{}"{}>{}</option>',
+            (
+                (str(key), " selected" if str(key) in chosen else "", label)
+                for key, label in self.choices
+            ),
+        )
+        return format_html("<select{}>{}</select>", flatatt(final_attrs), options)

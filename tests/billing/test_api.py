@@ -36,6 +36,7 @@ from portal.metering.models import MeteringState
 from portal.metering.sources import WindowMetrics
 from tenants.models import Tenant
 from tenants.services import quota_set, tenant_create, tenant_update
+from tests.billing.test_pages import closed_month_of
 from tests.sheets import xlsx_rows
 
 API = "/api/v1/"
@@ -572,12 +573,12 @@ def more_tenants(books: Books, admin: User, vision: Tenant, count: int) -> None:
 
 # The statements list of an open month: session, user, period, the tenants with usage, rate
 # cards, and the grouped usage and its offerings' backends of all tenants at once
-# (`month_priced`): none grow with the tenants. A closed month reads its stored statements at
-# once, whatever their number; a page of a final statement's lines reads that page (and a
-# count), whatever the statement's size.
+# (`month_priced`): none grow with the tenants. A closed month reads a page of its stored
+# statements, their count and their totals per cost centre, whatever their number; a page of a
+# final statement's lines reads that page (and a count), whatever the statement's size.
 LIST_QUERIES = 7
 PER_OPEN_TENANT = 0
-CLOSED_QUERIES = 4
+CLOSED_QUERIES = 6
 LINES_QUERIES = 8
 
 
@@ -600,6 +601,34 @@ def test_the_statements_list_takes_a_bounded_number_of_queries(
     with django_assert_max_num_queries(LINES_QUERIES):
         lines = get(client, f"statements/{PERIOD}-vision/lines/")
     assert lines.json()["count"] == (5 if extra else 2)
+
+
+def test_a_closed_months_statements_come_a_page_at_a_time_with_every_cost_centres_total(
+    client_for, finance_user, django_assert_max_num_queries
+) -> None:
+    closed_month_of(120, finance_user)
+    client = client_for(finance_user)
+
+    with django_assert_max_num_queries(CLOSED_QUERIES):
+        first = get(client, "statements/", period=PERIOD).json()
+    second = client.get(first["next"]).json()
+    third = client.get(second["next"]).json()
+
+    assert (first["count"], third["next"]) == (120, None)
+    slugs = [row["tenant"] for page in (first, second, third) for row in page["results"]]
+    assert slugs == [f"t{number:03d}" for number in range(120)]
+    assert {row["final"] for row in first["results"]} == {True}
+    expected = {
+        f"CC-{centre}": sum(Decimal(n) + Decimal("0.50") for n in range(centre, 120, 3))
+        for centre in range(3)
+    }
+    for page in (first, third):  # every page totals all of them
+        assert {row["cost_centre"]: Decimal(row["total"]) for row in page["cost_centres"]} == (
+            expected
+        )
+    narrowed = get(client, "statements/", period=PERIOD, cost_centre="CC-2").json()
+    assert narrowed["count"] == 40
+    assert [row["cost_centre"] for row in narrowed["cost_centres"]] == ["CC-2"]
 
 
 def test_the_schema_documents_the_chargeback_api(db) -> None:

@@ -22,7 +22,7 @@ from portal.accounts.models import User
 from portal.accounts.services import user_create
 from portal.allocations.models import GpuRequest
 from portal.allocations.services import gpu_request_submit
-from portal.billing.models import RateCard
+from portal.billing.models import Period, PeriodState, RateCard, Statement
 from portal.billing.selectors import LINE_COLUMNS as CSV_COLUMNS
 from portal.billing.selectors import current_month
 from portal.billing.services import period_close, period_reopen, rate_card_create
@@ -38,6 +38,10 @@ from tests.billing.test_pricing import BEGIN, DAY, END, MONTH, NoPods
 from tests.sheets import xlsx_rows
 
 PERIOD = f"{MONTH:%Y-%m}"
+# A closed month's page: session, user, cost centres, the last closed month, the watermarks, the
+# month's period (and who closed it), a page of statements, their count, the page's budgets, the
+# totals per cost centre; the chart's periods, the rollup of its open months and its two sums.
+CLOSED_PAGE_QUERIES = 15
 
 
 @dataclass
@@ -225,6 +229,61 @@ def test_a_lead_sees_only_the_cost_centres_of_their_tenants(
     response = client_for(lead).get(f"/chargeback/?period={PERIOD}&cost_centre=CC-4200")
 
     assert response.status_code == 400  # not a cost centre the lead sees
+
+
+# A closed month of many tenants: a page of statements, the totals of all of them
+
+
+def closed_month_of(tenants: int, finance: User) -> list[Statement]:
+    """A closed month with a stored statement for each of `tenants` tenants (bulk inserts: the
+    pages read what the close stored, whatever made it): tenant k in cost centre CC-(k % 3),
+    charged k + 0.50 EUR."""
+    period = Period.objects.create(
+        month=MONTH, state=PeriodState.CLOSED, basis="reserved", closed_at=END, closed_by=finance
+    )
+    made = Tenant.objects.bulk_create(
+        Tenant(slug=f"t{number:03d}", name=f"T{number:03d}", cost_centre=f"CC-{number % 3}")
+        for number in range(tenants)
+    )
+    return Statement.objects.bulk_create(
+        Statement(period=period, tenant=tenant, cost_centre=tenant.cost_centre, currency="EUR",
+                  basis="reserved", total=Decimal(number) + Decimal("0.50"))
+        for number, tenant in enumerate(made)
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("tenants", [3, 120])
+def test_a_closed_month_pages_its_statements_and_totals_them_all(
+    client_for, finance_user, django_assert_max_num_queries, tenants: int
+) -> None:
+    closed_month_of(tenants, finance_user)
+    client = client_for(finance_user)
+
+    with django_assert_max_num_queries(CLOSED_PAGE_QUERIES):
+        first = client.get(f"/chargeback/?period={PERIOD}&sort=-total")
+    assert first.status_code == 200
+    shown = ids_with(first.text, "statement-")
+    assert shown == [f"t{number:03d}" for number in reversed(range(tenants))][:50]
+    # The cost centres' totals and the grand total are of every statement, not the page's.
+    grand = sum((Decimal(number) + Decimal("0.50") for number in range(tenants)), Decimal(0))
+    assert re.search(
+        rf'data-testid="grand-total-EUR">.*?<td class="number">{grand:.2f}</td>', first.text
+    )
+    centre_0 = sum(Decimal(n) + Decimal("0.50") for n in range(0, tenants, 3))
+    assert f"<td>CC-0</td><td>{len(range(0, tenants, 3))}</td><td>EUR</td>" in first.text
+    assert f'<td class="number">{centre_0:.2f}</td>' in first.text
+    if tenants <= 50:
+        assert 'class="pager"' not in first.text
+        return
+    assert f"Page 1 of 3 ({tenants} statements)" in first.text
+    last = client.get(f"/chargeback/?period={PERIOD}&sort=-total&page=3")
+    assert ids_with(last.text, "statement-") == [f"t{number:03d}" for number in range(19, -1, -1)]
+    past = client.get(f"/chargeback/?period={PERIOD}&sort=-total&page=99")
+    assert ids_with(past.text, "statement-") == ids_with(last.text, "statement-")
+    by_centre = client.get(f"/chargeback/?period={PERIOD}&cost_centre=CC-1&sort=tenant")
+    assert ids_with(by_centre.text, "statement-") == [
+        f"t{number:03d}" for number in range(1, tenants, 3)
+    ]
 
 
 # Query counts

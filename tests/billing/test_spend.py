@@ -19,12 +19,22 @@ from django.core.management import call_command
 from django.test import Client
 
 from portal.accounts.models import User
+from portal.billing.models import Period, PeriodState, Statement
 from portal.billing.selectors import current_month, statements_for
 from portal.billing.services import period_close, period_reopen, rate_card_create
-from portal.billing.spend import OTHER, Spend, SpendRow, shift, spend_charts, spend_for
+from portal.billing.spend import (
+    OTHER,
+    Spend,
+    SpendRow,
+    TenantName,
+    shift,
+    spend_charts,
+    spend_charts_for,
+    spend_for,
+)
 from portal.catalog.models import GpuModel, SharingBackend
-from tenants.models import Tenant
-from tenants.services import quota_set
+from tenants.models import MemberRole, Tenant
+from tenants.services import membership_set, quota_set
 from tests.billing.test_pages import PERIOD, Ledger, ledger, month  # noqa: F401  (fixtures)
 from tests.billing.test_pricing import BEGIN, DAY, MONTH
 
@@ -178,7 +188,12 @@ def test_usage_no_rate_card_prices_is_a_row_at_no_charge_as_on_the_statement(
     [row] = spend_for(finance_user, MONTH, MONTH).rows
 
     assert (statement.total, statement.currency) == (Decimal("0.00"), "")
-    assert (row.tenant, row.total, row.currency, row.problem) == (tenant, Decimal("0.00"), "", "")
+    assert (row.tenant.slug, row.total, row.currency, row.problem) == (
+        tenant.slug,
+        Decimal("0.00"),
+        "",
+        "",
+    )
     assert spend_charts(spend_for(finance_user, MONTH, MONTH)) == []
 
 
@@ -189,7 +204,7 @@ def rows_of(
     totals: dict[str, tuple[str, str]], months: list[date], *, final: bool = True
 ) -> list[SpendRow]:
     return [
-        SpendRow(first, Tenant(slug=slug, name=slug.upper()), "CC", currency, Decimal(total), final)
+        SpendRow(first, TenantName(0, slug, slug.upper()), "CC", currency, Decimal(total), final)
         for slug, (total, currency) in totals.items()
         for first in months
     ]
@@ -337,6 +352,64 @@ def test_the_schema_documents_spend(db) -> None:
     }  # fmt: skip
     page = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     assert page.endswith("/SpendPage")
+
+
+# The page's chart: the closed months summed in the database, as the rows would chart them
+
+
+def closed_months_of(months: list[date], tenants: list[Tenant], finance: User) -> None:
+    """Closed months with a stored statement per tenant (bulk inserts: the chart reads what a
+    close stored): mostly EUR, some USD, one unpriced; totals that tie and differ."""
+    for offset, first in enumerate(months):
+        period = Period.objects.create(
+            month=first, state=PeriodState.CLOSED, basis="reserved", closed_by=finance
+        )
+        Statement.objects.bulk_create(
+            Statement(
+                period=period, tenant=tenant, cost_centre=tenant.cost_centre,
+                currency="" if number == 5 else "USD" if number % 4 == 3 else "EUR",
+                basis="reserved", total=Decimal(f"{(number * 7 + offset) % 11}.25"),
+            )
+            for number, tenant in enumerate(tenants)
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("persona", ["finance_user", "lead"])
+@pytest.mark.parametrize("cost_centre", [None, "CC-1"])
+def test_the_pages_chart_sums_closed_months_in_the_database_as_the_rows_would(
+    request: pytest.FixtureRequest,
+    month: Ledger,  # noqa: F811  (the fixture: usage in the open MONTH)
+    finance_user: User,
+    persona: str,
+    cost_centre: str | None,
+) -> None:
+    vision, nlp = Tenant.objects.get(slug="vision"), Tenant.objects.get(slug="nlp")
+    more = [month.tenant(f"team-{number:02d}", f"CC-{number % 3}")[0] for number in range(14)]
+    user: User = request.getfixturevalue(persona)
+    for tenant in more[:3]:  # the lead leads vision and three more
+        membership_set(actor=None, tenant=tenant, user=user, role=MemberRole.LEAD)
+    closed_months_of([shift(MONTH, -2), shift(MONTH, -1)], [vision, nlp, *more], finance_user)
+    first = shift(MONTH, -11)
+
+    charts, problems = spend_charts_for(user, first, MONTH, cost_centre=cost_centre)
+    rows = spend_for(user, first, MONTH, cost_centre=cost_centre)
+
+    assert charts == spend_charts(rows)
+    assert problems == [row for row in rows.rows if row.problem]
+    # The lead's one tenant of CC-1 (team-01) is charged in USD.
+    assert [chart.currency for chart in charts] == (
+        ["USD"] if persona == "lead" and cost_centre else ["EUR", "USD"]
+    )
+    if persona == "finance_user" and cost_centre is None:
+        eur = charts[0]
+        assert len(eur.series) == 9  # 8 tenants and the others
+        assert eur.series[-1][0] == OTHER
+        assert eur.total(shift(MONTH, -1)) == sum(
+            Statement.objects.filter(period__month=shift(MONTH, -1), currency="EUR").values_list(
+                "total", flat=True
+            ),
+            Decimal(0),
+        )
 
 
 # Query counts: neither provisional statements nor spend cost queries per tenant

@@ -5,9 +5,10 @@ register = template.Library()
 
 
 @register.simple_tag(takes_context=True)
-def page_url(context: template.Context, number: int) -> str:
-    """The current URL's query string with `page` set to `number`: filters and sorting stay."""
+def page_url(context: template.Context, number: int, param: str = "") -> str:
+    """The current URL's query string with `page` (or `param`, for a page's second list) set
+    to `number`: filters, sorting and the other list's page stay."""
     request: HttpRequest = context["request"]
     query = request.GET.copy()
-    query["page"] = str(number)
+    query[param or "page"] = str(number)
     return f"?{query.urlencode()}"
