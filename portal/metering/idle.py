@@ -7,6 +7,7 @@ pods are the tenant's own jobs, which usage cannot tie to an allocation. Read fr
 records: one grouped query over the window, one for the allocations it names.
 """
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -56,24 +57,25 @@ def idle_hours_check(hours: int) -> int:
 
 def idle_allocations(
     *,
-    tenant: Tenant,
+    tenants: Collection[Tenant],
     hours: int = DEFAULT_HOURS,
     threshold: Decimal = DEFAULT_THRESHOLD,
     now: datetime | None = None,
 ) -> list[IdleAllocation]:
-    """The tenant's holding allocations used below `threshold` of their reservation in the last
-    `hours` hours (whole hours, the current one included), least used first. Two queries."""
+    """The tenants' holding allocations used below `threshold` of their reservation in the
+    last `hours` hours (whole hours, the current one included), least used first. Two queries,
+    whatever the number of tenants."""
     idle_hours_check(hours)
     since = hour_floor((now or timezone.now()) - timedelta(hours=hours))
     # A batch allocation's pods are the tenant's own jobs, which usage cannot tie to it: its
     # use is unknown, so it is never called idle.
     holding = (
-        GpuRequest.objects.filter(tenant=tenant, state__in=HOLDING_STATES)
+        GpuRequest.objects.filter(tenant__in=tenants, state__in=HOLDING_STATES)
         .exclude(purpose=Purpose.BATCH)
         .values("pk")
     )
     sums = UsageRecord.objects.filter(
-        tenant=tenant, hour__gte=since, allocation_id__in=holding
+        tenant__in=tenants, hour__gte=since, allocation_id__in=holding
     ).measure_sums(["allocation_id"])
     idle = {
         pk: measures
@@ -81,6 +83,8 @@ def idle_allocations(
         if measures.reserved > 0
         and Fraction(measures.used_gpu_hours) < measures.reserved * Fraction(threshold)
     }
+    if not idle:
+        return []
     allocations = GpuRequest.objects.filter(pk__in=idle).select_related(
         "requester", "offering", "gpu_model"
     )

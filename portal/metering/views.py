@@ -330,7 +330,7 @@ def may_release(request: AuthenticatedHttpRequest) -> bool:
 def idle_context(
     request: AuthenticatedHttpRequest, tenant: Tenant, period: Period
 ) -> dict[str, Any]:
-    idle = idle_allocations(tenant=tenant, hours=period.hours) if period.valid else []
+    idle = idle_allocations(tenants=[tenant], hours=period.hours) if period.valid else []
     return {
         "tenant": tenant,
         "idle": idle,
