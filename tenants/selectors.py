@@ -10,6 +10,7 @@ from django.db.models import Count, Prefetch, QuerySet
 from portal.accounts.models import MemberRole, User
 from portal.catalog.models import GpuModel
 from portal.core.registry import Slot
+from tenants.access import tenant_ids_of
 from tenants.models import (
     Membership,
     Quota,
@@ -165,6 +166,6 @@ def persona_of(user: User) -> str:
         return "admin"
     if user.is_finance:
         return "finance"
-    if Membership.objects.filter(user=user, role=MemberRole.LEAD).exists():
+    if tenant_ids_of(user, [MemberRole.LEAD]):  # the user's roles, read once per request
         return "lead"
     return "developer"

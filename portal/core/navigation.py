@@ -82,12 +82,8 @@ def nav_register(
 
 
 def persona_of(user: "User") -> str:
-    """The user's main persona: the first of admin, finance, lead, developer that they are.
-    Resolved once per user object (a request's: the home and its navigation both ask)."""
-    known: str | None = user.__dict__.get("_portal_persona")
-    if known is None:
-        known = user.__dict__["_portal_persona"] = persona_resolver.get()(user)
-    return known
+    """The user's main persona: the first of admin, finance, lead, developer that they are."""
+    return persona_resolver.get()(user)
 
 
 def navigation_for(persona: str) -> list[NavEntry]:
