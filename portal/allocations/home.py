@@ -40,13 +40,15 @@ def request_again_url(gpu_request: GpuRequest) -> str:
 
 def my_allocations_context(user: User) -> dict[str, Any]:
     """The user's own pending requests and allocations, ending soonest first, and their latest
-    different asks to make again. Two queries."""
+    different asks to make again. Four queries."""
     mine = gpu_requests_for(user).filter(requester=user)
     current = mine.filter(state__in=(RequestState.PENDING, *HOLDING_STATES))
     rows, count = first_with_count(current.order_by("ends_at", "created_at", "id"), HOME_ROWS)
     again: list[tuple[GpuRequest, str]] = []
     seen: set[tuple[object, ...]] = set()
-    for gpu_request in mine.order_by("-created_at", "-id")[:RECENT_REQUESTS]:
+    # What "request again" shows and fills in, in one query (not the list's prefetches).
+    recent = mine.select_related(None).select_related("tenant", "offering").prefetch_related(None)
+    for gpu_request in recent.order_by("-created_at", "-id")[:RECENT_REQUESTS]:
         ask = (gpu_request.tenant_id, gpu_request.offering_id, gpu_request.count)
         if ask in seen or len(again) == 3:
             continue

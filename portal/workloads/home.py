@@ -36,13 +36,19 @@ def launch_again_url(notebook: Notebook) -> str:
 
 def my_notebooks_context(user: User) -> dict[str, Any]:
     """The user's own notebooks that are not deleted, newest first, and their latest different
-    setups to launch again. Three queries."""
+    setups to launch again. Four queries."""
     mine = notebooks_for(user).filter(owner=user)
     current = mine.exclude(state=NotebookState.DELETED)
     rows, count = first_with_count(current.order_by("-created_at", "-id"), HOME_ROWS)
     again: list[tuple[Notebook, str]] = []
     seen: set[tuple[object, ...]] = set()
-    for notebook in mine.order_by("-created_at", "-id")[:RECENT_NOTEBOOKS]:
+    # What "launch again" shows and fills in, in one query (not the list's prefetches).
+    recent = (
+        mine.select_related(None)
+        .select_related("tenant", "allocation__offering", "image")
+        .prefetch_related(None)
+    )
+    for notebook in recent.order_by("-created_at", "-id")[:RECENT_NOTEBOOKS]:
         setup = (
             notebook.tenant_id,
             notebook.allocation.offering_id,
