@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, QuerySet, Sum, Value
+from django.utils.functional import cached_property
 from django.utils.translation import gettext
 
 from portal.accounts.models import User
@@ -182,23 +183,25 @@ def _period(month: date) -> Period | None:
     return Period.objects.filter(month=month).first()
 
 
-def tenants_seen(user: User) -> QuerySet[Tenant]:
-    """Finance and admins see every tenant's statements; leads their tenants'; others none."""
-    return Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
-
-
-def statements_seen(user: User, tenant_slug: str | None = None) -> QuerySet[Statement]:
-    """The stored statements of the tenants whose statements the user sees (of tenant
-    `tenant_slug` alone when given; NotFound when the user may not see it). Finance and admins
-    see every tenant's: no filter on tenants for them."""
-    stored = Statement.objects.visible_to(user)
-    if tenant_slug is None and sees_everything(user):
-        return stored
-    tenants = tenants_seen(user)
+def tenants_seen(user: User, tenant_slug: str | None = None) -> QuerySet[Tenant]:
+    """Finance and admins see every tenant's statements; leads their tenants'; others none.
+    `tenant_slug` narrows them to that tenant; NotFound when the user may not see it."""
+    tenants = Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
     if tenant_slug is not None:
         tenants = tenants.filter(slug=tenant_slug)
         if not tenants.exists():
             raise NotFound(gettext("There is no such tenant."))
+    return tenants
+
+
+def statements_seen(user: User, tenants: QuerySet[Tenant] | None = None) -> QuerySet[Statement]:
+    """The stored statements of `tenants` (from `tenants_seen`), or of every tenant whose
+    statements the user sees: for finance and admins, with no filter on tenants at all."""
+    stored = Statement.objects.visible_to(user)
+    if tenants is None:
+        if sees_everything(user):
+            return stored
+        tenants = tenants_seen(user)
     return stored.filter(tenant__in=tenants)
 
 
@@ -216,14 +219,10 @@ def statements_for(
 def _month_views(
     user: User, month: date, period: Period | None, tenant_slug: str | None
 ) -> list[StatementView]:
-    tenants = tenants_seen(user)
-    if tenant_slug is not None:
-        tenants = tenants.filter(slug=tenant_slug)
-        if not tenants.exists():
-            raise NotFound(gettext("There is no such tenant."))
+    tenants = tenants_seen(user, tenant_slug)
     if period is not None and period.state == PeriodState.CLOSED:
-        stored = Statement.objects.visible_to(user).filter(period=period, tenant__in=tenants)
-        stored = stored.select_related("tenant")
+        narrowed = None if tenant_slug is None else tenants
+        stored = statements_seen(user, narrowed).filter(period=period).select_related("tenant")
         return [_final(month, row) for row in stored.order_by("tenant__slug")]
     listed = list(tenants_with_usage(month, tenants))
     priced = month_priced(listed, month, basis=settings.PORTAL_CHARGE_BASIS)  # all at once
@@ -288,7 +287,8 @@ class MonthStatements:
             )
             return
         self._priced = None
-        stored = statements_seen(user, tenant_slug).filter(period=period)
+        narrowed = None if tenant_slug is None else tenants_seen(user, tenant_slug)
+        stored = statements_seen(user, narrowed).filter(period=period)
         if cost_centre is not None:
             stored = stored.filter(cost_centre=cost_centre)
         self._stored = stored
@@ -297,15 +297,11 @@ class MonthStatements:
         values = {"tenant__slug": view.tenant.slug, "cost_centre": view.cost_centre}
         return tuple(view.total if name == "total" else values[name] for name in self._order)
 
-    @property
-    def final(self) -> bool:
-        return self._priced is None
+    @cached_property
+    def _count(self) -> int:
+        return len(self._priced) if self._priced is not None else self._stored.count()
 
     def __len__(self) -> int:
-        if self._priced is not None:
-            return len(self._priced)
-        if not hasattr(self, "_count"):
-            self._count: int = self._stored.count()
         return self._count
 
     def __getitem__(self, part: slice) -> list[StatementView]:

@@ -27,7 +27,7 @@ from portal.billing.models import Basis, Period, PeriodState, Statement
 from portal.billing.pricing import CENT, CPU, GPU, RAM, RateBook, card_price, month_bounds
 from portal.billing.selectors import month_of, statements_seen, tenants_seen
 from portal.catalog.models import Offering
-from portal.core.errors import NotFound, ValidationFailed
+from portal.core.errors import ValidationFailed
 from portal.metering.models import UsageDaily
 from tenants.models import Tenant
 
@@ -165,15 +165,6 @@ class Spend:
     rows: list[SpendRow]
 
 
-def _tenants(user: User, tenant_slug: str | None) -> QuerySet[Tenant]:
-    tenants = tenants_seen(user)
-    if tenant_slug is not None:
-        tenants = tenants.filter(slug=tenant_slug)
-        if not tenants.exists():
-            raise NotFound(gettext("There is no such tenant."))
-    return tenants
-
-
 def _closed(first: date, last: date) -> dict[date, Period]:
     return {
         period.month: period
@@ -184,9 +175,12 @@ def _closed(first: date, last: date) -> dict[date, Period]:
 
 
 def _statements(
-    user: User, closed: dict[date, Period], tenant_slug: str | None, cost_centre: str | None
+    user: User,
+    closed: dict[date, Period],
+    tenants: QuerySet[Tenant] | None,
+    cost_centre: str | None,
 ) -> QuerySet[Statement]:
-    stored = statements_seen(user, tenant_slug).filter(period__in=list(closed.values()))
+    stored = statements_seen(user, tenants).filter(period__in=list(closed.values()))
     return stored if cost_centre is None else stored.filter(cost_centre=cost_centre)
 
 
@@ -236,13 +230,14 @@ def spend_for(
     statements of the closed months, the rollup of the open ones (with the rate cards, the
     offerings and the tenants it names). NotFound when `tenant_slug` names a tenant the user
     may not see."""
-    tenants = _tenants(user, tenant_slug)
+    tenants = tenants_seen(user, tenant_slug)
     months = months_between(first, last)
     closed = _closed(first, last)
     rows = []
     if closed:
         # Plain values, not model instances: twelve closed months of a thousand tenants.
-        stored = _statements(user, closed, tenant_slug, cost_centre).values_list(
+        narrowed = None if tenant_slug is None else tenants
+        stored = _statements(user, closed, narrowed, cost_centre).values_list(
             "period__month", "tenant_id", "tenant__slug", "tenant__name", "cost_centre",
             "currency", "total",
         )  # fmt: skip
@@ -375,7 +370,7 @@ def spend_charts_for(
     tenant's spend over the range, then per month the charted tenants' totals and the others'
     sum (some hundred rows, where twelve closed months of a thousand tenants are twelve
     thousand statements). With the open months' rows that could not be priced."""
-    tenants = _tenants(user, None)
+    tenants = tenants_seen(user)
     months = months_between(first, last)
     closed = _closed(first, last)
     open_rows = _open_rows([month for month in months if month not in closed], tenants, cost_centre)
