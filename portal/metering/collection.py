@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -47,6 +47,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.allocations.models import GpuRequest
+from portal.catalog.gpu_eq import gpu_eq_parse
 from portal.catalog.models import GpuModel, GpuPool, Offering
 from portal.cluster.models import Cluster
 from portal.metering.models import (
@@ -71,6 +72,7 @@ from portal.metering.sources import (
     MetricsUnavailable,
     WindowMetrics,
     resource_label,
+    window_begin,
 )
 from portal.workloads.models import Notebook
 from tenants.models import Tenant
@@ -171,16 +173,21 @@ def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> 
         window.started_at = timezone.now()
         window.error = ""
         window.save()
+    attribution = Attribution(cluster, start)
     try:
-        metrics = source.window(start, resources=_resource_labels(cluster))
+        reading = window_begin(source, start, resources=_resource_labels(cluster))
+        # Each step goes on while Prometheus still answers what the next one needs: the
+        # ledger needs no metrics, and the records no capacity (its query is the slowest).
+        attribution.reserve()
+        metrics = reading.usage()
+        records = attribution.records(metrics)
+        metrics.capacity = reading.capacity()
     except MetricsUnavailable as error:
         UsageWindow.objects.filter(pk=window.pk).update(
             state=WindowState.FAILED, error=str(error)[:2000], finished_at=timezone.now()
         )
         logger.warning("metering %s %s failed: %s", cluster.name, start.isoformat(), error)
         raise
-    attribution = Attribution(cluster, start)
-    records = attribution.records(metrics)
     capacity = attribution.capacity(metrics)
     with transaction.atomic():
         # One writer per cluster at a time: the day's rollup is summed from every hour of the
@@ -213,26 +220,48 @@ def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> 
     return window
 
 
-def records_insert(records: list[UsageRecord]) -> None:
+class RecordRow(NamedTuple):
+    """One usage record's column values (UsageRecord's attribute names): collection writes a
+    window's records as rows, not model instances, which cost more than the rest of a
+    record's making."""
+
+    cluster_id: int
+    hour: datetime
+    tenant_id: int | None
+    namespace: str
+    user_id: int | None
+    workload_kind: str
+    workload: str
+    notebook_id: int | None
+    allocation_id: int | None
+    gpu_model_id: int | None
+    offering_id: int | None
+    reserved_num: int
+    reserved_den: int
+    requested_num: int
+    requested_den: int
+    used_gpu_hours: Decimal
+    memory_gib_hours: Decimal
+    cpu_core_hours: Decimal
+    ram_gib_hours: Decimal
+
+
+def records_insert(records: list[RecordRow]) -> None:
     """Insert a window's records. On PostgreSQL in one COPY: a window of 10,000 GPUs has some
-    20,000 records, which bulk_create takes about 2 s to turn into SQL parameters (20 fields
-    each) while COPY takes their values as they are; elsewhere (the demo's SQLite) bulk_create.
-    Records have no field the database or a pre_save fills in, but the id."""
+    20,000 records, which bulk_create takes about 2 s to turn into SQL parameters while COPY
+    takes their values as they are; elsewhere (the demo's SQLite) bulk_create."""
     if connection.vendor != "postgresql" or not records:
-        UsageRecord.objects.bulk_create(records, batch_size=2000)
+        UsageRecord.objects.bulk_create(
+            (UsageRecord(**record._asdict()) for record in records), batch_size=2000
+        )
         return
-    fields = [
-        (f.attname, f.column)
-        for f in UsageRecord._meta.concrete_fields
-        if not f.primary_key and f.column
-    ]
-    columns = ", ".join(connection.ops.quote_name(column) for _, column in fields)
-    names = [name for name, _ in fields]
+    fields = {f.attname: f.column for f in UsageRecord._meta.concrete_fields if f.column}
+    columns = ", ".join(connection.ops.quote_name(fields[name]) for name in RecordRow._fields)
     table = connection.ops.quote_name(UsageRecord._meta.db_table)
     statement = f"COPY {table} ({columns}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
         for record in records:
-            copy.write_row([getattr(record, name) for name in names])
+            copy.write_row(record)
 
 
 def _advance_watermark(cluster: Cluster) -> None:
@@ -304,6 +333,15 @@ class Key:
     offering_id: int | None = None
 
 
+class _Launched(NamedTuple):
+    """The notebook an allocation's hours go to."""
+
+    pk: int
+    cluster_id: int
+    owner_id: int
+    name: str
+
+
 def _seconds(moment: datetime) -> int:
     return int(moment.timestamp())
 
@@ -345,31 +383,38 @@ class Attribution:
             for model in GpuModel.objects.only("id", "node_label_value")
         }
 
-    def records(self, metrics: WindowMetrics) -> list[UsageRecord]:
-        self._reserved()
+    def records(self, metrics: WindowMetrics) -> list[RecordRow]:
+        """The window's records: the reserved hours `reserve` added up (call it first), and
+        what the metrics say was requested and used."""
         requested = self._requested(metrics)
         self._used(metrics, requested)
         records = []
         for key, measures in self.totals.items():
-            record = UsageRecord(
-                cluster_id=self.cluster.pk,
-                hour=self.start,
-                tenant_id=key.tenant_id,
-                namespace=key.namespace[:63],
-                user_id=key.user_id,
-                workload_kind=key.kind,
-                workload=key.workload[:253],
-                notebook_id=key.notebook_id,
-                allocation_id=key.allocation_id,
-                gpu_model_id=key.gpu_model_id,
-                offering_id=key.offering_id,
-                used_gpu_hours=measures.used_gpu_hours.quantize(MICRO),
-                memory_gib_hours=measures.memory_gib_hours.quantize(MICRO),
-                cpu_core_hours=measures.cpu_core_hours.quantize(MICRO),
-                ram_gib_hours=measures.ram_gib_hours.quantize(MICRO),
+            reserved = gpu_eq_parse(measures.reserved)  # bounded to the columns
+            asked = gpu_eq_parse(measures.requested)
+            records.append(
+                RecordRow(
+                    cluster_id=self.cluster.pk,
+                    hour=self.start,
+                    tenant_id=key.tenant_id,
+                    namespace=key.namespace[:63],
+                    user_id=key.user_id,
+                    workload_kind=key.kind,
+                    workload=key.workload[:253],
+                    notebook_id=key.notebook_id,
+                    allocation_id=key.allocation_id,
+                    gpu_model_id=key.gpu_model_id,
+                    offering_id=key.offering_id,
+                    reserved_num=reserved.numerator,
+                    reserved_den=reserved.denominator,
+                    requested_num=asked.numerator,
+                    requested_den=asked.denominator,
+                    used_gpu_hours=measures.used_gpu_hours.quantize(MICRO),
+                    memory_gib_hours=measures.memory_gib_hours.quantize(MICRO),
+                    cpu_core_hours=measures.cpu_core_hours.quantize(MICRO),
+                    ram_gib_hours=measures.ram_gib_hours.quantize(MICRO),
+                )
             )
-            record.reserved, record.requested = measures.reserved, measures.requested
-            records.append(record)
         return records
 
     def capacity(self, metrics: WindowMetrics) -> list[UsageCapacity]:
@@ -396,51 +441,66 @@ class Attribution:
 
     # reserved, from the ledger
 
-    def _reserved(self) -> None:
+    def reserve(self) -> None:
+        """Add up the reserved GPU-eq-hours of the window, from the ledger alone. Plain
+        values, not model instances: a window of a large cluster has tens of thousands of
+        allocations."""
         allocations = list(
             GpuRequest.objects.filter(
                 starts_at__lt=self.end, ends_at__gt=self.start, starts_at__isnull=False
-            ).select_related("tenant", "offering")
-        )
+            ).values_list(
+                "pk", "tenant_id", "tenant__slug", "requester_id", "gpu_model_id",
+                "offering_id", "offering__backend_id", "starts_at", "ends_at",
+                "gpu_eq_num", "gpu_eq_den",
+            )
+        )  # fmt: skip
         if not allocations:
             return
         # The latest notebook launched on each allocation before the window ended: a notebook
         # launched later does not take earlier hours (nor move them to its cluster).
-        notebooks: dict[int, Notebook] = {}
-        for launched in Notebook.objects.filter(
-            allocation_id__in=[a.pk for a in allocations], created_at__lt=self.end
-        ).order_by("created_at", "id"):
-            notebooks[launched.allocation_id] = launched
+        notebooks: dict[int, _Launched] = {}
+        for allocation_id, notebook_id, cluster_id, owner_id, name in (
+            Notebook.objects.filter(
+                allocation_id__in=[row[0] for row in allocations], created_at__lt=self.end
+            )
+            .order_by("created_at", "id")
+            .values_list("allocation_id", "pk", "cluster_id", "owner_id", "name")
+        ):
+            notebooks[allocation_id] = _Launched(notebook_id, cluster_id, owner_id, name)
         clusters = self._clusters_serving()
-        for allocation in allocations:
-            notebook: Notebook | None = notebooks.get(allocation.pk)
+        window_first, window_end = _seconds(self.start), _seconds(self.end)
+        for (
+            pk, tenant_id, slug, requester_id, model_id, offering_id, backend_id,
+            starts_at, ends_at, eq_num, eq_den,
+        ) in allocations:  # fmt: skip
+            launched = notebooks.get(pk)
             cluster_id = (
-                notebook.cluster_id
-                if notebook is not None
-                else clusters.get(
-                    (allocation.gpu_model_id, allocation.offering.backend_id), clusters[None]
-                )
+                launched.cluster_id
+                if launched is not None
+                else clusters.get((model_id, backend_id), clusters[None])
             )
             if cluster_id != self.cluster.pk:
                 continue
-            if allocation.starts_at is None or allocation.ends_at is None:
+            if starts_at is None or ends_at is None:
                 continue  # never approved: holds nothing
-            begin = max(_seconds(allocation.starts_at), _seconds(self.start))
-            end = min(_seconds(allocation.ends_at), _seconds(self.end))
+            begin = max(_seconds(starts_at), window_first)
+            end = min(_seconds(ends_at), window_end)
             if end <= begin:
                 continue
             key = Key(
-                tenant_id=allocation.tenant_id,
-                namespace=self.cluster.namespace_for(allocation.tenant.slug),
-                user_id=notebook.owner_id if notebook else allocation.requester_id,
-                kind=WorkloadKind.NOTEBOOK if notebook else WorkloadKind.ALLOCATION,
-                workload=notebook.name if notebook else f"allocation-{allocation.pk}",
-                notebook_id=notebook.pk if notebook else None,
-                allocation_id=allocation.pk,
-                gpu_model_id=allocation.gpu_model_id,
-                offering_id=allocation.offering_id,
+                tenant_id=tenant_id,
+                namespace=self.cluster.namespace_for(slug),
+                user_id=launched.owner_id if launched else requester_id,
+                kind=WorkloadKind.NOTEBOOK if launched else WorkloadKind.ALLOCATION,
+                workload=launched.name if launched else f"allocation-{pk}",
+                notebook_id=launched.pk if launched else None,
+                allocation_id=pk,
+                gpu_model_id=model_id,
+                offering_id=offering_id,
             )
-            self.totals[key].reserved += Fraction(end - begin, HOUR_SECONDS) * allocation.gpu_eq
+            self.totals[key].reserved += Fraction(end - begin, HOUR_SECONDS) * Fraction(
+                eq_num, eq_den
+            )
 
     def _clusters_serving(self) -> dict[Any, int]:
         """(model id, backend id) → the first enabled cluster with such a pool; None → the
@@ -466,11 +526,14 @@ class Attribution:
             int(match.group(1)) for _, pod in pods if (match := NOTEBOOK_POD.match(pod))
         }
         notebooks = {
-            notebook.pk: notebook
-            for notebook in Notebook.objects.filter(
-                pk__in=notebook_ids, cluster=self.cluster
-            ).select_related("allocation__offering")
-        }
+            row[0]: row
+            for row in Notebook.objects.filter(pk__in=notebook_ids, cluster=self.cluster)
+            .values_list(
+                "pk", "tenant_id", "owner_id", "name", "allocation_id",
+                "allocation__gpu_model_id", "allocation__offering_id",
+            )
+            .iterator(chunk_size=5000)
+        }  # fmt: skip
         keys = {}
         for namespace, pod in pods:
             tenant_id = self.tenants.get(namespace)
@@ -478,17 +541,18 @@ class Attribution:
             notebook = notebooks.get(int(match.group(1))) if match else None
             if tenant_id is None or not pod:
                 keys[(namespace, pod)] = Key(None, namespace, None, WorkloadKind.UNATTRIBUTED, "")
-            elif notebook is not None and notebook.tenant_id == tenant_id:
+            elif notebook is not None and notebook[1] == tenant_id:
+                notebook_id, _, owner_id, name, allocation_id, model_id, offering_id = notebook
                 keys[(namespace, pod)] = Key(
                     tenant_id=tenant_id,
                     namespace=namespace,
-                    user_id=notebook.owner_id,
+                    user_id=owner_id,
                     kind=WorkloadKind.NOTEBOOK,
-                    workload=notebook.name,
-                    notebook_id=notebook.pk,
-                    allocation_id=notebook.allocation_id,
-                    gpu_model_id=notebook.allocation.gpu_model_id,
-                    offering_id=notebook.allocation.offering_id,
+                    workload=name,
+                    notebook_id=notebook_id,
+                    allocation_id=allocation_id,
+                    gpu_model_id=model_id,
+                    offering_id=offering_id,
                 )
             else:
                 keys[(namespace, pod)] = Key(tenant_id, namespace, None, WorkloadKind.POD, pod)

@@ -7,7 +7,7 @@ ever holds a float.
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import requests
 from django.conf import settings
@@ -17,8 +17,9 @@ class PrometheusError(Exception):
     """Prometheus could not be reached, or refused the query (with its own reason)."""
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
+    """One series' value at one instant (a tuple: a window's answers hold some 100,000)."""
+
     labels: dict[str, str]
     at: datetime
     value: Decimal
@@ -39,7 +40,9 @@ class PrometheusGateway:
     """Instant and range queries against one Prometheus server.
 
     Raises PrometheusError when the server is unreachable, answers an error status, or
-    returns a result of another type than asked for.
+    returns a result of another type than asked for. One gateway may be asked from several
+    threads at once (collection sends a window's queries together): its session's connection
+    pool is thread-safe, and nothing else in it changes after it is made.
     """
 
     def __init__(self, *, base_url: str, timeout_seconds: float) -> None:
@@ -77,10 +80,15 @@ class PrometheusGateway:
         data = self._get("/api/v1/query", params)
         if data["resultType"] != "vector":
             raise PrometheusError(f"expected an instant vector, got a {data['resultType']}")
+        # Every sample of an instant vector is at the one instant asked for: read it once.
+        moments: dict[Any, datetime] = {}
         samples = []
         for item in data["result"]:
-            when, value = _point(item["value"])
-            samples.append(Sample(labels=item["metric"], at=when, value=value))
+            timestamp, value = item["value"]
+            when = moments.get(timestamp)
+            if when is None:
+                when = moments[timestamp] = datetime.fromtimestamp(float(timestamp), tz=UTC)
+            samples.append(Sample(item["metric"], when, Decimal(value)))
         return samples
 
     def query_range(

@@ -1,7 +1,8 @@
 """Where one hourly window's metrics come from: a cluster's Prometheus, or the demo's synthetic
 source. Collection (collection.py) reads a `WindowMetrics` and never knows which.
 
-Prometheus is asked a fixed number of queries per window, whatever the number of pods or GPUs:
+Prometheus is asked a fixed number of queries per window, whatever the number of pods or GPUs,
+all at once (collection reads the ledger meanwhile):
 each aggregates `by (namespace, pod, …)` over the window with a range function, evaluated at the
 window's last millisecond so that a sample on the hour belongs to the window that starts there.
 Each sample stands for one scrape interval (`Cluster.metrics_interval_seconds`), so a sum of
@@ -32,11 +33,12 @@ samples times the interval is an integral over time:
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from portal.metering.prometheus import PrometheusError, PrometheusGateway, Sample
 
@@ -131,35 +133,121 @@ def resource_label(name: str) -> str:
 
 
 def _key(sample: Sample, *names: str) -> tuple[str, ...]:
-    return tuple(sample.labels.get(name, "") for name in names)
+    labels = sample.labels
+    return tuple([labels.get(name, "") for name in names])
+
+
+class Reading(Protocol):
+    """A window being read. `usage` waits for everything but the capacity (left empty),
+    `capacity` for the capacity, the slowest of Prometheus's answers: collection attributes
+    the usage meanwhile. Both raise MetricsUnavailable."""
+
+    def usage(self) -> WindowMetrics: ...
+
+    def capacity(self) -> list[GpuCapacity]: ...
+
+
+@runtime_checkable
+class StartsEarly(Protocol):
+    """A source that starts reading a window before its caller needs it (`begin` sends the
+    queries), so that the caller's own work in between overlaps them: collection reads the
+    ledger while Prometheus answers."""
+
+    def begin(self, start: datetime, *, resources: Iterable[str]) -> Reading: ...
+
+
+class _ReadWhenAsked:
+    """The Reading of a source that reads all at once when asked (the demo's, tests')."""
+
+    def __init__(self, source: MetricsSource, start: datetime, resources: list[str]) -> None:
+        self.source, self.start, self.resources = source, start, resources
+        self.metrics: WindowMetrics | None = None
+
+    def usage(self) -> WindowMetrics:
+        if self.metrics is None:
+            self.metrics = self.source.window(self.start, resources=self.resources)
+        return replace(self.metrics, capacity=[])
+
+    def capacity(self) -> list[GpuCapacity]:
+        return self.metrics.capacity if self.metrics is not None else self.usage().capacity
+
+
+def window_begin(source: MetricsSource, start: datetime, *, resources: Iterable[str]) -> Reading:
+    """Start reading the window: at once where the source can (`StartsEarly`), else when
+    first asked."""
+    if isinstance(source, StartsEarly):
+        return source.begin(start, resources=resources)
+    return _ReadWhenAsked(source, start, list(resources))
+
+
+@dataclass(frozen=True)
+class _Query:
+    promql: str
+    at: datetime
+
+
+class _PrometheusReading:
+    """A window's queries, sent at once, each on a thread of its own that waits for its
+    answer and parses it."""
+
+    def __init__(self, source: "PrometheusSource", queries: dict[str, _Query]) -> None:
+        self.source = source
+        pool = ThreadPoolExecutor(max_workers=len(queries), thread_name_prefix="prometheus")
+        try:
+            self.pending = {
+                name: pool.submit(source.gateway.query, query.promql, at=query.at)
+                for name, query in queries.items()
+            }
+        finally:
+            pool.shutdown(wait=False)  # each thread ends with its query
+
+    def _answer(self, name: str) -> list[Sample]:
+        try:
+            return [s for s in self.pending[name].result() if s.value.is_finite()]
+        except PrometheusError as error:
+            for other in self.pending.values():
+                other.cancel()
+            raise MetricsUnavailable(str(error)) from error
+
+    def usage(self) -> WindowMetrics:
+        names = [name for name in self.pending if name != "capacity"]
+        metrics = self.source.usage_read({name: self._answer(name) for name in names})
+        metrics.queries = len(self.pending)
+        return metrics
+
+    def capacity(self) -> list[GpuCapacity]:
+        return self.source.capacity_read(self._answer("capacity"))
 
 
 class PrometheusSource:
-    """A cluster's Prometheus: seven queries per window."""
+    """A cluster's Prometheus: seven queries per window, sent at once (Prometheus evaluates
+    them side by side, on as many cores as it has, instead of one after another)."""
 
     def __init__(self, gateway: PrometheusGateway, *, interval_seconds: int) -> None:
         self.gateway = gateway
         self.interval = Decimal(interval_seconds)
         self.interval_seconds = max(interval_seconds, 1)
 
-    def _query(self, metrics: WindowMetrics, promql: str, at: datetime) -> list[Sample]:
-        metrics.queries += 1
-        try:
-            return [s for s in self.gateway.query(promql, at=at) if s.value.is_finite()]
-        except PrometheusError as error:
-            raise MetricsUnavailable(str(error)) from error
-
     def window(self, start: datetime, *, resources: Iterable[str]) -> WindowMetrics:
+        reading = self.begin(start, resources=resources)
+        metrics = reading.usage()
+        metrics.capacity = reading.capacity()
+        return metrics
+
+    def begin(self, start: datetime, *, resources: Iterable[str]) -> Reading:
+        return _PrometheusReading(self, self._queries(start, resources))
+
+    def _queries(self, start: datetime, resources: Iterable[str]) -> dict[str, _Query]:
+        """The window's queries by name (module docstring)."""
         at = start + WINDOW - timedelta(milliseconds=1)
         span = f"[{int(WINDOW.total_seconds())}s]"
-        metrics = WindowMetrics()
+        queries = {}
         wanted = sorted({re.escape(name) for name in resources})
         if wanted:
             requests = "kube_pod_container_resource_requests"
             gpus = f'{requests}{{resource=~"{"|".join(wanted)}"}}'
             every = f'{requests}{{resource=~"{"|".join([*wanted, *COMPUTE_RESOURCES])}"}}'
-            for sample in self._query(
-                metrics,
+            queries["requests"] = _Query(
                 # One series per container and incarnation (uid, node while pending, the
                 # kube-state-metrics instance): the largest per container, summed per pod;
                 # CPU and memory too, of the pods that ask for a GPU only.
@@ -167,36 +255,59 @@ class PrometheusSource:
                 f" (max_over_time({every}{span})))"
                 f" and on (namespace, pod) count by (namespace, pod) (max_over_time({gpus}{span}))",
                 at,
-            ):
-                namespace, pod, resource = _key(sample, "namespace", "pod", "resource")
-                metrics.requests.append(PodRequest(namespace, pod, resource, sample.value))
-            for sample in self._query(
-                metrics,
+            )
+            queries["running"] = _Query(
                 # Each incarnation (uid) of a pod ran for its own samples: summed per pod.
                 "sum by (namespace, pod) (max by (namespace, pod, uid) "
                 f'(sum_over_time(kube_pod_status_phase{{phase="Running"}}{span})))',
                 at,
-            ):
-                namespace, pod = _key(sample, "namespace", "pod")
-                seconds = int(sample.value * self.interval)
-                metrics.running.append(PodRunning(namespace, pod, seconds))
+            )
+        queries["utilisation"] = _Query(
+            f"sum by ({DEVICE_LABELS}) (sum_over_time(DCGM_FI_DEV_GPU_UTIL{span}))", at
+        )
+        queries["engine_active"] = _Query(
+            f"sum by ({DEVICE_LABELS}) (sum_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{span}))", at
+        )
+        queries["memory"] = _Query(
+            f"sum by ({DEVICE_LABELS}) (sum_over_time(DCGM_FI_DEV_FB_USED{span}))", at
+        )
+        queries["xids"] = _Query(
+            f"max by (Hostname, UUID, modelName) (max_over_time(DCGM_FI_DEV_XID_ERRORS{span})) > 0",
+            at,
+        )
+        # Capacity (module docstring): evaluated one interval after the window's last
+        # millisecond, so that its steps end on the window's end.
+        step = self.interval_seconds
+        gpus = (
+            "count by (Hostname, gpu, UUID, modelName) "
+            f"(count_over_time(DCGM_FI_DEV_FB_USED[{step}s] offset 1ms))"
+        )
+        queries["capacity"] = _Query(
+            f"sum by (modelName) (count_over_time(({gpus})"
+            f"[{int(WINDOW.total_seconds())}s:{step}s]))",
+            start + WINDOW + timedelta(seconds=step, milliseconds=-1),
+        )
+        return queries
+
+    def usage_read(self, samples: dict[str, list[Sample]]) -> WindowMetrics:
+        """The window's metrics but capacity, from the queries' answers."""
+        metrics = WindowMetrics(queries=len(samples))
+        for sample in samples.get("requests", []):
+            namespace, pod, resource = _key(sample, "namespace", "pod", "resource")
+            metrics.requests.append(PodRequest(namespace, pod, resource, sample.value))
+        for sample in samples.get("running", []):
+            namespace, pod = _key(sample, "namespace", "pod")
+            seconds = int(sample.value * self.interval)
+            metrics.running.append(PodRunning(namespace, pod, seconds))
         labels = DEVICE_LABELS.split(", ")
         busy: dict[tuple[str, ...], Decimal] = {}
-        for sample in self._query(
-            metrics, f"sum by ({DEVICE_LABELS}) (sum_over_time(DCGM_FI_DEV_GPU_UTIL{span}))", at
-        ):
+        for sample in samples["utilisation"]:
             busy[_key(sample, *labels)] = sample.value * self.interval / 100
         # Where the profiling metric exists (always for MIG instances) it is the better one.
-        for sample in self._query(
-            metrics,
-            f"sum by ({DEVICE_LABELS}) (sum_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{span}))",
-            at,
-        ):
+        for sample in samples["engine_active"]:
             busy[_key(sample, *labels)] = sample.value * self.interval
         memory: dict[tuple[str, ...], Decimal] = {}
-        for sample in self._query(
-            metrics, f"sum by ({DEVICE_LABELS}) (sum_over_time(DCGM_FI_DEV_FB_USED{span}))", at
-        ):
+        for sample in samples["memory"]:
             memory[_key(sample, *labels)] = sample.value * self.interval
         for key in sorted(busy.keys() | memory.keys()):
             namespace, pod, node, uuid, instance, profile, model_name = key
@@ -212,33 +323,18 @@ class PrometheusSource:
                     memory_mib_seconds=memory.get(key, Decimal(0)),
                 )
             )
-        for sample in self._query(
-            metrics,
-            f"max by (Hostname, UUID, modelName) (max_over_time(DCGM_FI_DEV_XID_ERRORS{span})) > 0",
-            at,
-        ):
+        for sample in samples["xids"]:
             node, uuid, model_name = _key(sample, "Hostname", "UUID", "modelName")
             metrics.xids.append(XidReport(node, uuid, model_name, int(sample.value)))
-        metrics.capacity = self._capacity(metrics, start)
         return metrics
 
-    def _capacity(self, metrics: WindowMetrics, start: datetime) -> list[GpuCapacity]:
-        """GPU-hours of each model present in the window (module docstring, "capacity")."""
-        step = self.interval_seconds
-        gpus = (
-            "count by (Hostname, gpu, UUID, modelName) "
-            f"(count_over_time(DCGM_FI_DEV_FB_USED[{step}s] offset 1ms))"
-        )
-        promql = (
-            f"sum by (modelName) (count_over_time(({gpus})"
-            f"[{int(WINDOW.total_seconds())}s:{step}s]))"
-        )
-        at = start + WINDOW + timedelta(seconds=step, milliseconds=-1)
+    def capacity_read(self, samples: list[Sample]) -> list[GpuCapacity]:
         capacity = []
-        for sample in self._query(metrics, promql, at):
+        for sample in samples:
             (model_name,) = _key(sample, "modelName")
             steps = int(sample.value)
             if steps > 0:
                 # Each step stands for one scrape interval, as each sample does for used hours.
-                capacity.append(GpuCapacity(model_name, Fraction(steps * step, 3600)))
+                seconds = steps * self.interval_seconds
+                capacity.append(GpuCapacity(model_name, Fraction(seconds, 3600)))
         return capacity
