@@ -178,7 +178,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CACHES: dict[str, dict[str, Any]] = {
     "default": (
         {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "portal.core.cache.PortalRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "portal",
         }
@@ -531,11 +531,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_THROTTLE_CLASSES": [
-        "portal.core.throttling.ApiTokenRateThrottle",
-        "portal.core.throttling.ApiUserRateThrottle",
-        "portal.core.throttling.ApiAnonRateThrottle",
-    ],
+    "DEFAULT_THROTTLE_CLASSES": ["portal.core.throttling.ApiRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "token": _api_rate("PORTAL_API_RATE_TOKEN", "300/min"),
         "user": _api_rate("PORTAL_API_RATE_USER", "600/min"),

@@ -309,6 +309,18 @@ def test_a_user_past_their_rate_is_429_through_the_session_and_every_token(
     assert client_for(lead).get("/api/v1/me").status_code == 200  # another user is not counted
 
 
+def test_a_call_one_limit_refuses_is_counted_by_none(rates, client_for, developer) -> None:
+    rates(token="2/min", user="3/min")
+    token = token_client(developer, "ci")
+    session = client_for(developer)
+
+    answers = [token.get("/api/v1/me").status_code for _ in range(3)]  # the third: the token's
+    after = [session.get("/api/v1/me").status_code for _ in range(2)]
+
+    assert answers == [200, 200, 429]
+    assert after == [200, 429]  # the user's third call is the session's first, not its second
+
+
 def test_anonymous_callers_are_throttled_by_address(rates, db) -> None:
     rates(anon="2/min")
     answers = [Client(REMOTE_ADDR="192.0.2.7").get("/api/docs/").status_code for _ in range(2)]
