@@ -173,8 +173,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# The cache holds the API's rate-limit counters and a copy of the sessions: in Redis all web
-# processes share them; without it (the demo) each process keeps its own in memory.
+# The cache holds the API's rate-limit counters: in Redis all web processes share them; without
+# it (the demo) each process keeps its own in memory.
 CACHES: dict[str, dict[str, Any]] = {
     "default": (
         {
@@ -186,13 +186,6 @@ CACHES: dict[str, dict[str, Any]] = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }
-# Sessions live in the database; with Redis each is read from the cache (written to both), so a
-# page's first query is not the session's.
-SESSION_ENGINE = (
-    "django.contrib.sessions.backends.cached_db"
-    if REDIS_URL
-    else "django.contrib.sessions.backends.db"
-)
 # Without a broker there is no beat either: this runs the schedule below in a thread of the web
 # process instead (`make demo` turns it on; portal/core/scheduler.py).
 PORTAL_IN_PROCESS_SCHEDULER = env.flag("PORTAL_IN_PROCESS_SCHEDULER", default=False)

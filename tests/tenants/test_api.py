@@ -303,7 +303,7 @@ def test_tenant_list_queries_do_not_grow_with_tenants(
     client = client_for(admin_user)
 
     # session, user, count, page, allocations summed, quotas
-    with django_assert_num_queries(5):  # the session is read from the cache
+    with django_assert_num_queries(6):
         response = client.get("/api/v1/tenants/?page_size=50")
 
     assert len(response.json()["results"]) == count
@@ -597,7 +597,7 @@ def test_member_list_queries_do_not_grow_with_members(
     client = client_for(admin_user)
 
     # session, user, tenant, count, page
-    with django_assert_num_queries(4):  # the session is read from the cache
+    with django_assert_num_queries(5):
         response = client.get("/api/v1/tenants/vision/members/?page_size=50")
 
     assert len(response.json()["results"]) == count

@@ -262,7 +262,7 @@ def test_tenants_list_runs_the_same_queries_for_5_and_500_tenants(
 
     # session + user, persona, pending approvals and extensions (navigation, one query), count,
     # page of tenants (with their member counts), quotas, allocations
-    with django_assert_num_queries(6):  # the session is read from the cache
+    with django_assert_num_queries(7):
         response = client.get("/manage/tenants/")
 
     assert response.status_code == 200
