@@ -1,3 +1,4 @@
+from functools import cached_property
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -39,10 +40,15 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
                   "created_at", "updated_at")  # fmt: skip
         read_only_fields = ("state", "created_at", "updated_at")
 
+    @cached_property
+    def _quota_line(self) -> QuotaLineSerializer:
+        """One serializer for every listed tenant's lines: making one copies all its fields."""
+        return QuotaLineSerializer()
+
     @extend_schema_field(QuotaLineSerializer(many=True))
     def get_quotas(self, tenant: Tenant) -> list[dict[str, Any]]:
         lines: dict[int, list[QuotaLine]] = self.context["quota_lines"]
-        return QuotaLineSerializer(lines.get(tenant.pk, []), many=True).data  # type: ignore[arg-type,return-value]
+        return [self._quota_line.to_representation(line) for line in lines.get(tenant.pk, [])]
 
 
 class TenantPolicySerializer(StrictFieldsMixin, serializers.Serializer[Tenant]):
