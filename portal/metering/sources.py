@@ -172,6 +172,14 @@ class _ReadWhenAsked:
         return self.metrics.capacity if self.metrics is not None else self.usage().capacity
 
 
+def reading_whole(reading: Reading) -> WindowMetrics:
+    """All of a window's metrics, the capacity included, for a caller with nothing to do
+    meanwhile (a source's own `window`)."""
+    metrics = reading.usage()
+    metrics.capacity = reading.capacity()
+    return metrics
+
+
 def window_begin(source: MetricsSource, start: datetime, *, resources: Iterable[str]) -> Reading:
     """Start reading the window: at once where the source can (`StartsEarly`), else when
     first asked."""
@@ -229,10 +237,7 @@ class PrometheusSource:
         self.interval_seconds = max(interval_seconds, 1)
 
     def window(self, start: datetime, *, resources: Iterable[str]) -> WindowMetrics:
-        reading = self.begin(start, resources=resources)
-        metrics = reading.usage()
-        metrics.capacity = reading.capacity()
-        return metrics
+        return reading_whole(self.begin(start, resources=resources))
 
     def begin(self, start: datetime, *, resources: Iterable[str]) -> Reading:
         return _PrometheusReading(self, self._queries(start, resources))

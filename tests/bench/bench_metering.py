@@ -70,6 +70,7 @@ from portal.metering.sources import (
     PrometheusSource,
     Reading,
     WindowMetrics,
+    reading_whole,
     resource_label,
     window_begin,
 )
@@ -229,10 +230,7 @@ class TimedSource:
         self.seconds = 0.0
 
     def window(self, start: datetime, *, resources: Iterable[str]) -> WindowMetrics:
-        reading = self.begin(start, resources=resources)
-        metrics = reading.usage()
-        metrics.capacity = reading.capacity()
-        return metrics
+        return reading_whole(self.begin(start, resources=resources))
 
     def begin(self, start: datetime, *, resources: Iterable[str]) -> "TimedReading":
         return TimedReading(self, window_begin(self.source, start, resources=resources))
