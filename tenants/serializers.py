@@ -8,6 +8,7 @@ from rest_framework import serializers
 from portal.accounts.models import User
 from portal.catalog.models import GpuModel
 from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
+from portal.core.rows import RowsListSerializer
 from portal.core.serializers import StrictFieldsMixin
 from portal.core.validators import TEXT_MAX_LENGTH
 from tenants.models import MemberRole, Membership, QuotaRequest, Tenant, TenantState
@@ -20,6 +21,9 @@ POLICY_FIELDS = (
 
 
 class QuotaLineSerializer(serializers.Serializer[QuotaLine]):
+    class Meta:
+        list_serializer_class = RowsListSerializer
+
     gpu_model = serializers.CharField(source="gpu_model.slug")
     quota = GpuEqField()
     used = GpuEqField()
@@ -35,6 +39,7 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
     quotas = serializers.SerializerMethodField()
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = Tenant
         fields = ("slug", "name", "cost_centre", "state", "namespace", *POLICY_FIELDS, "quotas",
                   "created_at", "updated_at")  # fmt: skip
@@ -100,6 +105,7 @@ class MembershipSerializer(serializers.ModelSerializer[Membership]):
     full_name = serializers.CharField(source="user.get_full_name", read_only=True)
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = Membership
         fields = ("username", "full_name", "role", "created_at")
 

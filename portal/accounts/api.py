@@ -18,6 +18,7 @@ from portal.accounts.selectors import sign_in_mapping_for, users_for_identity
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.navigation import persona_of
+from portal.core.rows import RowsListSerializer
 from portal.core.serializers import StrictFieldsMixin
 
 
@@ -122,6 +123,7 @@ class UserSerializer(serializers.ModelSerializer[User]):
     sso = serializers.SerializerMethodField()
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = User
         fields = ("username", "email", "full_name", "global_role", "is_active", "tenants", "sso")
 

@@ -8,6 +8,7 @@ from portal.allocations.decisions import RequestPath
 from portal.allocations.models import GpuRequest, GpuRequestExtension, Purpose
 from portal.allocations.selectors import GpuRequestPreview, PriceQuote
 from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
+from portal.core.rows import RowsListSerializer
 from portal.core.serializers import StrictFieldsMixin
 from portal.core.validators import INTEGER_MAX, TEXT_MAX_LENGTH
 
@@ -24,6 +25,7 @@ class GpuRequestSerializer(serializers.ModelSerializer[GpuRequest]):
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = GpuRequest
         fields: tuple[str, ...] = (
             "id", "tenant", "requester", "offering", "gpu_model", "count", "gpu_eq",
@@ -110,6 +112,7 @@ class GpuRequestExtensionSerializer(serializers.ModelSerializer[GpuRequestExtens
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = GpuRequestExtension
         fields: tuple[str, ...] = (
             "id", "request", "tenant", "requested_by", "hours", "reason", "state",

@@ -12,6 +12,7 @@ from rest_framework import serializers
 from portal.billing.models import Basis, Period, PeriodState, RateCard
 from portal.billing.selectors import HistoryEntry, LineView, StatementView
 from portal.catalog.models import GpuModel, SharingBackend
+from portal.core.rows import RowsListSerializer
 from portal.core.serializers import StrictFieldsMixin
 from portal.core.validators import TEXT_MAX_LENGTH
 
@@ -56,6 +57,7 @@ class RateCardSerializer(serializers.ModelSerializer[RateCard]):
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = RateCard
         fields = (
             "id", "gpu_model", "backend", "currency", "price_per_gpu_eq_hour",
@@ -127,6 +129,9 @@ class StatementQuerySerializer(serializers.Serializer[Any]):
 class StatementSerializer(serializers.Serializer[StatementView]):
     """A tenant's charges for a month: final (frozen when the month was closed) or provisional
     (priced from the usage collected so far)."""
+
+    class Meta:
+        list_serializer_class = RowsListSerializer
 
     id = serializers.CharField(help_text="<YYYY-MM>-<tenant slug>")
     period = MonthField(source="month")
@@ -207,6 +212,9 @@ class FractionField(serializers.Field):  # type: ignore[type-arg]
 
 
 class LineSerializer(serializers.Serializer[LineView]):
+    class Meta:
+        list_serializer_class = RowsListSerializer
+
     gpu_model = serializers.CharField()
     offering = serializers.CharField()
     user = serializers.CharField(help_text="username")
@@ -255,6 +263,7 @@ class PeriodSerializer(serializers.ModelSerializer[Period]):
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = Period
         fields = ("month", "state", "basis", "closed_at", "closed_by")
         read_only_fields = fields

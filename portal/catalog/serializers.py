@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from portal.catalog.gpu_eq import GpuEqError, gpu_eq_display, gpu_eq_parse
 from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering, SharingBackend
+from portal.core.rows import RowsListSerializer
 from portal.core.serializers import StrictFieldsMixin
 from portal.core.validators import LINE_MAX_LENGTH
 
@@ -45,6 +46,7 @@ class GpuEqDisplayField(serializers.Field):  # type: ignore[type-arg]
 
 class GpuModelSerializer(StrictFieldsMixin, serializers.ModelSerializer[GpuModel]):
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = GpuModel
         fields = (
             "slug", "name", "vendor", "memory_mib", "node_label_key", "node_label_value", "enabled",
@@ -63,6 +65,7 @@ class OfferingSerializer(StrictFieldsMixin, serializers.ModelSerializer[Offering
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = Offering
         fields = (
             "slug", "name", "gpu_model", "backend", "size", "whole", "resources", "annotations",
@@ -86,6 +89,7 @@ class GpuPoolSerializer(StrictFieldsMixin, serializers.ModelSerializer[GpuPool])
     backend = serializers.SlugRelatedField(slug_field="slug", queryset=SharingBackend.objects.all())
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = GpuPool
         fields = ("cluster", "name", "gpu_model", "backend", "node_count", "gpus_per_node")
         # A name taken in the cluster is the service's Conflict (409), not a 400 here.
@@ -104,5 +108,6 @@ class NotebookImageSerializer(StrictFieldsMixin, serializers.ModelSerializer[Not
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = NotebookImage
         fields = ("slug", "name", "image", "description", "vendors", "enabled")

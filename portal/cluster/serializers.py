@@ -6,6 +6,7 @@ from portal.allocations.models import GpuRequest
 from portal.catalog.serializers import GpuEqField
 from portal.cluster.models import Cluster, NodeCapacity, ProvisioningResult, ProvisioningRun
 from portal.cluster.selectors import CapacityRow
+from portal.core.rows import RowsListSerializer
 from portal.core.serializers import StrictFieldsMixin
 
 
@@ -24,6 +25,7 @@ class ProvisioningRunSerializer(serializers.ModelSerializer[ProvisioningRun]):
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = ProvisioningRun
         fields: tuple[str, ...] = (
             "id", "cluster", "tenant", "kind", "reason", "state", "dry_run", "requested_by",
@@ -54,6 +56,7 @@ class ClusterSerializer(StrictFieldsMixin, serializers.ModelSerializer[Cluster])
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = Cluster
         fields: tuple[str, ...] = (
             "name", "mode", "applies", "connection", "kubeconfig_path", "kubeconfig_context",

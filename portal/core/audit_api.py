@@ -18,6 +18,7 @@ from portal.core.errors import Conflict, PermissionDenied
 from portal.core.exports import csv_query_download
 from portal.core.filters import AuditEventFilter, FilterBackend
 from portal.core.models import AuditEvent
+from portal.core.rows import RowsListSerializer
 from portal.core.selectors import audit_events_for
 
 CSV_COLUMNS = (
@@ -40,6 +41,7 @@ class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = AuditEvent
         fields = (
             "id", "at", "actor", "action", "target_type", "target_id", "target_name", "tenant",

@@ -1,6 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.core.rows import RowsListSerializer
 from portal.directory.models import ChangeKind, DirectoryChange, DirectoryReport
 
 
@@ -26,6 +27,7 @@ class DirectoryChangeSerializer(serializers.ModelSerializer[DirectoryChange]):
     )
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = DirectoryChange
         fields = (
             "id", "kind", "tenant", "username", "role", "state", "attempts", "last_error",
@@ -47,6 +49,7 @@ class DirectoryReportSerializer(serializers.ModelSerializer[DirectoryReport]):
     differences = DifferenceSerializer(many=True, read_only=True)
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = DirectoryReport
         fields = (
             "id", "started_at", "finished_at", "ok", "error", "tenants", "groups_created",

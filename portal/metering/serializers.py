@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
+from portal.core.rows import RowsListSerializer
 from portal.metering.models import UsageWindow
 from portal.metering.selectors import EARLIEST, GROUPS, LATEST, MAX_DAYS, Watermark
 
@@ -111,6 +112,9 @@ class UsageRowSerializer(serializers.Serializer[Any]):
     """One group's totals. Only the columns of the groups asked for are present; GPU-eq-hours
     are exact fractions as strings ("7/2"), used and memory decimals to the microhour."""
 
+    class Meta:
+        list_serializer_class = RowsListSerializer
+
     tenant = serializers.CharField(
         required=False, allow_null=True, help_text="tenant slug; null: unattributed"
     )
@@ -188,6 +192,7 @@ class UsageWindowSerializer(serializers.ModelSerializer[UsageWindow]):
     cluster = serializers.CharField(source="cluster.name", read_only=True)
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = UsageWindow
         fields: tuple[str, ...] = (
             "id", "cluster", "start", "state", "attempts", "error", "queries", "records",

@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from portal.allocations.serializers import ProvisioningRunBriefSerializer
 from portal.catalog.serializers import GpuEqDisplayField
+from portal.core.rows import RowsListSerializer
 from portal.core.serializers import StrictFieldsMixin
 from portal.core.validators import BIGINT_MAX, INTEGER_MAX, TEXT_MAX_LENGTH
 from portal.workloads.models import Notebook
@@ -26,6 +27,7 @@ class NotebookSerializer(serializers.ModelSerializer[Notebook]):
     cpu_cores = serializers.DecimalField(max_digits=6, decimal_places=3, read_only=True)
 
     class Meta:
+        list_serializer_class = RowsListSerializer
         model = Notebook
         fields: tuple[str, ...] = (
             "id", "name", "tenant", "owner", "allocation", "offering", "gpu_model", "units",
