@@ -51,8 +51,14 @@ def attention_context(user: User) -> dict[str, Any]:
     tenants = Tenant.objects.visible_to(user)
     suspended = tenants.filter(state=TenantState.SUSPENDED).order_by("slug")
     suspended_rows = list(suspended[: HOME_ROWS + 1])
-    active = dict(tenants.filter(state=TenantState.ACTIVE).values_list("pk", "slug"))
-    over = [(active[tenant_id], line) for tenant_id, line in quota_lines_over(active)]
+    # The active tenants as a subquery: an admin's are all of them.
+    lines = quota_lines_over(tenants.filter(state=TenantState.ACTIVE).values("pk"))
+    slugs = dict(
+        Tenant.objects.filter(pk__in={tenant_id for tenant_id, _ in lines}).values_list(
+            "pk", "slug"
+        )
+    )
+    over = [(slugs[tenant_id], line) for tenant_id, line in lines]
     over.sort(key=lambda row: (row[0], row[1].gpu_model.name))
     return {
         "suspended": suspended_rows[:HOME_ROWS],

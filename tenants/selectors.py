@@ -4,6 +4,7 @@ quotas and what is left of them, members, quota requests."""
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from django.db.models import Count, Prefetch, QuerySet
 
@@ -37,9 +38,13 @@ def tenants_with_members(tenants: QuerySet[Tenant]) -> QuerySet[Tenant]:
     )
 
 
+# Tenant ids as a list, or as a query of ids (`values("pk")`), which runs inside the query that
+# uses it: a thousand ids as parameters cost more to compile and plan than the query to run.
+type TenantIds = list[int] | QuerySet[Any]
+
 # What approved and active allocations hold, per (tenant id, GPU model id), for the given
 # tenants (and only the given model, when not None). The allocations app fills this slot.
-allocations_held: Slot[Callable[[list[int], int | None], dict[tuple[int, int], Fraction]]] = Slot(
+allocations_held: Slot[Callable[[TenantIds, int | None], dict[tuple[int, int], Fraction]]] = Slot(
     "allocation ledger", filled_by="the allocations app"
 )
 
@@ -84,24 +89,24 @@ def quota_lines_for(tenant_ids: Iterable[int]) -> dict[int, list[QuotaLine]]:
     return lines
 
 
-def quota_lines_over(tenant_ids: Iterable[int]) -> list[tuple[int, QuotaLine]]:
+def quota_lines_over(tenant_ids: Iterable[int] | QuerySet[Any]) -> list[tuple[int, QuotaLine]]:
     """The quota lines whose allocations hold more than the quota (a quota lowered below what
     is held), as (tenant id, line), in three queries. Unlike `quota_lines_for` it builds a line
-    only for those: at a thousand tenants the comparison is of plain numbers."""
-    ids = list(tenant_ids)
+    only for those: at a thousand tenants the comparison is of plain numbers. Give the tenants
+    as a query of ids (`values("pk")`) when they may be many."""
+    ids: TenantIds = tenant_ids if isinstance(tenant_ids, QuerySet) else list(tenant_ids)
     used = allocations_held.get()(ids, None)
     if not used:
         return []
-    quotas = Quota.objects.filter(
-        tenant_id__in={tenant_id for tenant_id, _model in used}
-    ).order_by()
-    over = [
-        (tenant_id, gpu_model_id, Fraction(numerator, denominator))
-        for tenant_id, gpu_model_id, numerator, denominator in quotas.values_list(
-            "tenant_id", "gpu_model_id", "gpu_eq_num", "gpu_eq_den"
-        )
-        if used.get((tenant_id, gpu_model_id), 0) > Fraction(numerator, denominator)
-    ]
+    quotas = Quota.objects.filter(tenant_id__in=ids).order_by()
+    over = []
+    for tenant_id, gpu_model_id, numerator, denominator in quotas.values_list(
+        "tenant_id", "gpu_model_id", "gpu_eq_num", "gpu_eq_den"
+    ):
+        held = used.get((tenant_id, gpu_model_id))
+        # held > numerator / denominator, in integers (a Fraction per line costs more).
+        if held is not None and held.numerator * denominator > numerator * held.denominator:
+            over.append((tenant_id, gpu_model_id, Fraction(numerator, denominator)))
     models = GpuModel.objects.in_bulk({gpu_model_id for _tenant, gpu_model_id, _quota in over})
     return [
         (tenant_id, QuotaLine(models[gpu_model_id], quota, used[tenant_id, gpu_model_id]))

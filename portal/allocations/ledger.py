@@ -7,16 +7,21 @@ is ready.
 
 from collections.abc import Iterable
 from fractions import Fraction
+from typing import Any
+
+from django.db.models import QuerySet
 
 from portal.allocations.models import HOLDING_STATES, GpuRequest
 from portal.catalog.gpu_eq import gpu_eq_sum_by
 
 
 def gpu_eq_held_by(
-    tenant_ids: Iterable[int], gpu_model_id: int | None = None
+    tenant_ids: Iterable[int] | QuerySet[Any], gpu_model_id: int | None = None
 ) -> dict[tuple[int, int], Fraction]:
-    """GPU-eq held per (tenant id, GPU model id), in one query; only `gpu_model_id` if given."""
-    held = GpuRequest.objects.filter(tenant_id__in=list(tenant_ids), state__in=HOLDING_STATES)
+    """GPU-eq held per (tenant id, GPU model id), in one query; only `gpu_model_id` if given.
+    The tenants are ids, or a query of ids (run inside this one)."""
+    ids = tenant_ids if isinstance(tenant_ids, QuerySet) else list(tenant_ids)
+    held = GpuRequest.objects.filter(tenant_id__in=ids, state__in=HOLDING_STATES)
     if gpu_model_id is not None:
         held = held.filter(gpu_model_id=gpu_model_id)
     sums = gpu_eq_sum_by(held, name="gpu_eq", group_by=("tenant_id", "gpu_model_id"))

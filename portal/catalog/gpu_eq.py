@@ -6,6 +6,7 @@ A GPU-eq value is a `fractions.Fraction`. A model stores it in two integer colum
 few distinct ones) and the per-denominator sums are added exactly in Python.
 """
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
@@ -174,11 +175,22 @@ def gpu_eq_sum_by(
         .annotate(total=Sum(numerator))
         .values_list(*group_by, denominator, "total")
     )
-    sums: dict[tuple[Hashable, ...], Fraction] = defaultdict(Fraction)
+    # Integer sums per denominator first, one Fraction per group at the end: thousands of
+    # groups (a quota line per tenant and model) cost no more than their rows.
+    by_den: dict[tuple[Hashable, ...], dict[int, int]] = defaultdict(lambda: defaultdict(int))
     for row in rows:
         *key, den, total = row
-        sums[tuple(key)] += Fraction(total, den)
-    return dict(sums)
+        by_den[tuple(key)][den] += total
+    return {key: _sum_over(totals) for key, totals in by_den.items()}
+
+
+def _sum_over(totals: dict[int, int]) -> Fraction:
+    """The exact sum of numerator totals by denominator."""
+    if len(totals) == 1:
+        ((den, total),) = totals.items()
+        return Fraction(total, den)
+    common = math.lcm(*totals)
+    return Fraction(sum(total * (common // den) for den, total in totals.items()), common)
 
 
 def gpu_eq_sum(queryset: QuerySet[Any], *, name: str) -> Fraction:
