@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from portal.allocations.models import RequestState
+from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.services import (
     gpu_request_extend,
     gpu_request_release,
@@ -14,7 +14,8 @@ from portal.allocations.services import (
 )
 from portal.core.errors import PermissionDenied, QuotaExceeded
 from portal.core.models import AuditEvent
-from tenants.models import Quota
+from tenants.models import Quota, Tenant, TenantState
+from tenants.selectors import quota_lines_over
 from tenants.services import quota_set
 
 WHOLE = "a100-80gb-whole"
@@ -141,3 +142,46 @@ def test_raising_a_forced_quota_that_stays_below_what_is_held_is_allowed(
     raised = quota_set(actor=admin_user, tenant=a100_tenant, gpu_model=model, gpu_eq="5/2")
 
     assert raised.gpu_eq == Fraction(5, 2)
+
+
+def test_a_quota_is_over_only_when_more_than_it_is_held_exactly(
+    admin_user, developer, a100_tenant, tenant_b, catalog
+) -> None:
+    """Seven 1/7 slices and a half GPU hold 3/2 exactly: a quota of 3/2 is not over, 10/7 is;
+    the tenants may be given as a query of ids (the admin's home gives all active ones)."""
+    slice_ = catalog["a100-80gb-mig-1g-10gb"]
+    model = slice_.gpu_model
+    quota_set(actor=admin_user, tenant=a100_tenant, gpu_model=model, gpu_eq=Fraction(3, 2))
+    held = [
+        GpuRequest(
+            tenant=a100_tenant,
+            requester=developer,
+            offering=slice_,
+            gpu_model=model,
+            count=1,
+            state=RequestState.ACTIVE,
+            gpu_eq_num=1,
+            gpu_eq_den=7,
+        )
+        for _ in range(7)
+    ]
+    held.append(
+        GpuRequest(
+            tenant=a100_tenant, requester=developer, offering=slice_, gpu_model=model, count=1,
+            state=RequestState.APPROVED, gpu_eq_num=1, gpu_eq_den=2,
+        )
+    )  # fmt: skip
+    GpuRequest.objects.bulk_create(held)
+    active = Tenant.objects.filter(state=TenantState.ACTIVE).values("pk")
+
+    assert quota_lines_over(active) == []
+    assert quota_lines_over([a100_tenant.pk, tenant_b.pk]) == []
+
+    quota_set(
+        actor=admin_user, tenant=a100_tenant, gpu_model=model, gpu_eq=Fraction(10, 7), force=True
+    )
+    over = quota_lines_over(active)
+    assert [(tenant_id, line.quota, line.used) for tenant_id, line in over] == [
+        (a100_tenant.pk, Fraction(10, 7), Fraction(3, 2))
+    ]
+    assert quota_lines_over([tenant_b.pk]) == []
