@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from portal.accounts.models import MemberRole, User
 from portal.catalog.models import GpuModel
@@ -27,8 +28,17 @@ def memberships_of(user: User) -> QuerySet[Membership]:
 
 
 def tenants_with_member_count(tenants: QuerySet[Tenant]) -> QuerySet[Tenant]:
-    """Tenants with their number of members (`member_count`), in the same query."""
-    return tenants.annotate(member_count=Count("memberships"))
+    """Tenants with their number of members (`member_count`), in the same query: a subquery per
+    tenant read, so a page of 25 of a thousand tenants counts 25 tenants' members (a join
+    grouped by tenant counted all 11,600 memberships before the LIMIT: 9 ms at scale 1)."""
+    members = (
+        Membership.objects.filter(tenant=OuterRef("pk"))
+        .order_by()
+        .values("tenant")
+        .annotate(count=Count("pk"))
+        .values("count")
+    )
+    return tenants.annotate(member_count=Coalesce(Subquery(members), 0))
 
 
 def tenants_with_members(tenants: QuerySet[Tenant]) -> QuerySet[Tenant]:

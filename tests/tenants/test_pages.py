@@ -274,3 +274,21 @@ def test_an_empty_tenant_form_says_what_is_missing(client_for, admin_user) -> No
 
     assert response.status_code == 400
     assert "Slug: This field is required." in response.text
+
+
+def test_the_tenants_list_counts_each_tenants_members(
+    client_for, admin_user, developer, lead, outsider
+) -> None:
+    """vision has a developer and a lead, nlp the outsider, an empty tenant none (counted per
+    listed tenant in a subquery: zero, not missing)."""
+    tenant_create(actor=admin_user, slug="empty", name="Nobody Yet")
+    page: str = client_for(admin_user).get("/manage/tenants/").text
+
+    def members_of(slug: str) -> str:
+        row = page[page.index(f"<small>{slug}</small>") :]
+        row = row[: row.index("</tr>")]
+        return row.split("<td>")[3].split("</td>")[0]
+
+    assert members_of("vision") == "2"
+    assert members_of("nlp") == "1"
+    assert members_of("empty") == "0"
