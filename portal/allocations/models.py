@@ -3,6 +3,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
+from portal.catalog.cache import CatalogPrefetching
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.visibility import VisibleQuerySet, register_scope
 from tenants.access import in_tenants_of_user, sees_everything
@@ -37,6 +38,19 @@ class Purpose(models.TextChoices):
     RESERVATION = "reservation", _("reservation")
 
 
+class RequestQuerySet(  # type: ignore[override]  # as_manager's type, from the stubs
+    CatalogPrefetching["GpuRequest"], VisibleQuerySet["GpuRequest"]
+):
+    """Requests' querysets: visibility, and offerings and GPU models prefetched from the
+    process's catalog rows (portal.catalog.cache)."""
+
+
+class ExtensionQuerySet(  # type: ignore[override]  # as_manager's type, from the stubs
+    CatalogPrefetching["GpuRequestExtension"], VisibleQuerySet["GpuRequestExtension"]
+):
+    """Extensions' querysets, as requests'."""
+
+
 class GpuRequest(models.Model):
     """A request for `count` units of an offering in a tenant; an allocation once approved."""
 
@@ -68,7 +82,7 @@ class GpuRequest(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = VisibleQuerySet.as_manager()
+    objects = RequestQuerySet.as_manager()
 
     # Not stored: why `gpu_request_submit` refused the request it returns ("quota", or
     # "unserved" when no GPU pool serves the offering), for the API's answer; "" otherwise.
@@ -136,7 +150,7 @@ class GpuRequestExtension(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = VisibleQuerySet.as_manager()
+    objects = ExtensionQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("extension")

@@ -8,6 +8,9 @@ class CatalogConfig(AppConfig):
     verbose_name = _("GPU catalog")
 
     def ready(self) -> None:
+        from portal.catalog.cache import catalog_signals_connect
         from portal.core.navigation import nav_register
+
+        catalog_signals_connect()
 
         nav_register(_("Catalog"), "catalog:overview", {"admin"}, position=90, group="admin")

@@ -179,13 +179,14 @@ def test_request_lists_run_the_same_queries_for_3_and_30_requests(
             )
 
     add(3)
+    queries()  # the process reads the catalog once (portal/catalog/cache.py)
     with_three = queries()
     add(27)
     with_thirty = queries()
 
     assert with_three == with_thirty
     # My requests, Approvals (requests, extensions and the quota left beside them), the API;
-    # each with two queries for the offerings and GPU models of the listed requests.
+    # the listed requests' offerings and GPU models from the process's catalog rows.
     mine, approvals, api = with_thirty
     assert mine <= 10
     assert approvals <= 15
