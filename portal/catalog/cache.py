@@ -20,11 +20,10 @@ list can change another's. Writes that send no signals (`QuerySet.update`, raw S
 
 import contextlib
 import copy
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache, caches
@@ -46,7 +45,7 @@ class CatalogRows:
 
     version: str
     read_at: float
-    by_model: dict[type[models.Model], dict[int, models.Model]] = field(default_factory=dict)
+    by_model: dict[type[models.Model], dict[int, models.Model]]
 
 
 class _Kept:
@@ -56,7 +55,6 @@ class _Kept:
 
 
 _kept = _Kept()
-_reading = threading.Lock()
 
 
 def _shared() -> bool:
@@ -92,16 +90,15 @@ def catalog_rows(*, fresh: bool = False) -> CatalogRows | None:
         and time.monotonic() - kept.read_at < KEEP_SECONDS
     ):
         return kept
-    with _reading:
-        rows = CatalogRows(
-            version,
-            time.monotonic(),
-            {
-                Offering: {offering.pk: offering for offering in Offering.objects.all()},
-                GpuModel: {gpu_model.pk: gpu_model for gpu_model in GpuModel.objects.all()},
-            },
-        )
-        _kept.rows = rows
+    rows = CatalogRows(
+        version,
+        time.monotonic(),
+        {
+            Offering: {offering.pk: offering for offering in Offering.objects.all()},
+            GpuModel: {gpu_model.pk: gpu_model for gpu_model in GpuModel.objects.all()},
+        },
+    )
+    _kept.rows = rows
     return rows
 
 
@@ -180,6 +177,8 @@ class CatalogPrefetching[M: models.Model](models.QuerySet[M]):
     """A queryset whose prefetch lookups of offerings and GPU models are served from the
     process's catalog rows (module docstring)."""
 
+    # Django's private step that runs a fetched queryset's prefetch lookups (QuerySet._fetch_all
+    # calls it); tests/catalog/test_cache.py fails if an upgrade changes it.
     def _prefetch_related_objects(self) -> None:
         lookups: Iterable[Any] = self._prefetch_related_lookups  # type: ignore[attr-defined]
         instances: list[M] = self._result_cache or []
