@@ -42,6 +42,7 @@ from portal.core.errors import ValidationFailed
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
+from portal.core.rows import only_listed
 from portal.core.schema import documented_error
 from tenants.access import Access, tenant_for
 from tenants.models import Tenant
@@ -62,6 +63,12 @@ def _request_input(request: Request, user: User) -> tuple[Tenant, Offering, dict
     return tenant, offering, data
 
 
+# What the list's serializer reads of the rows it joins (a user's password hash, names and
+# dates, a tenant's settings are left unread): `only_listed` keeps every column of the listed
+# model itself and these of the joined ones.
+LISTED_OF_REQUEST = ("tenant__slug", "requester__username", "decided_by__username")
+
+
 class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
     """GPU requests the caller may see; POST asks for GPUs and answers with the decision."""
 
@@ -71,7 +78,7 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
     filterset_class = GpuRequestFilter
 
     def get_queryset(self) -> QuerySet[GpuRequest]:
-        return gpu_requests_for(api_user(self.request))
+        return only_listed(gpu_requests_for(api_user(self.request)), LISTED_OF_REQUEST)
 
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))

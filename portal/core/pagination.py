@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from django.core.paginator import Page, Paginator
+from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db import models
 from django.db.models import Count, Q, QuerySet, Window
 from django.utils.functional import cached_property
@@ -55,6 +55,37 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
     @cached_property
     def count(self) -> int:
         return min(self._counted, COUNT_LIMIT)
+
+    def page(self, number: int | str) -> Page:  # type: ignore[type-arg]
+        """The page `number`, its rows read before any count: a page that ends the list says
+        how many rows there are (the rows before it and its own), so a short list (one page,
+        or the last) is answered in one query, not two. A full page is counted as before."""
+        try:
+            wanted = int(number)
+        except (TypeError, ValueError):
+            return super().page(number)  # Django's own answer for a page that is not a number
+        objects = self.object_list
+        # Past the counted bound (or not a page at all) Django's checks answer first.
+        beyond = wanted < 1 or (wanted - 1) * self.per_page > COUNT_LIMIT
+        if beyond or self.orphans or "_counted" in self.__dict__:
+            return super().page(wanted)
+        if not isinstance(objects, QuerySet):
+            return super().page(wanted)
+        bottom = (wanted - 1) * self.per_page
+        rows = list(objects[bottom : bottom + self.per_page])
+        if len(rows) < self.per_page and (rows or wanted == 1):
+            self.__dict__["_counted"] = min(bottom + len(rows), COUNT_LIMIT + 1)
+        return Page(rows, self.validate_number(wanted), self)
+
+    def get_page(self, number: Any) -> Page:  # type: ignore[type-arg]
+        """As Django's: the first page for a number that is not one, the last for one past
+        it; read as `page` reads it."""
+        try:
+            return self.page(number)
+        except PageNotAnInteger:
+            return self.page(1)
+        except EmptyPage:
+            return self.page(self.num_pages)
 
     @property
     def count_exact(self) -> bool:

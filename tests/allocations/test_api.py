@@ -4,6 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from portal.allocations.models import GpuRequest
 from portal.core.models import AuditEvent
@@ -30,6 +31,26 @@ def test_post_answers_with_the_decision(client_for, developer, a100_tenant) -> N
     assert refused.json()["error"]["code"] == "quota_exceeded"
     assert "requested 20 GPU-eq, 9 of 10 remaining" in refused.json()["error"]["message"]
     assert refused.json()["request"]["state"] == "rejected"
+
+
+def test_the_list_reads_only_what_it_shows_of_the_users_and_tenants_it_joins(
+    client_for, developer, lead, a100_tenant
+) -> None:
+    pending = ask(client_for(developer), count=2, justification="training").json()
+    approved = client_for(lead).post(
+        f"/api/v1/requests/{pending['id']}/approve", {"comment": "ok"}, "application/json"
+    )
+    assert approved.status_code == 200
+
+    with CaptureQueriesContext(connection) as queries:
+        listed = client_for(developer).get("/api/v1/requests/").json()["results"]
+
+    [row] = listed
+    assert (row["tenant"], row["requester"], row["decided_by"]) == ("vision", "dev", "lead")
+    assert (row["gpu_model"], row["offering"]) == ("a100-80gb", "a100-80gb-whole")
+    read = [q["sql"] for q in queries.captured_queries if "allocations_gpurequest" in q["sql"]]
+    assert read
+    assert not any('"password"' in sql or '"email"' in sql for sql in read)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,94 @@
+"""Pages of lists (portal/core/pagination.py): a page that ends its list is counted from its own
+rows (one query, not two); a full page is counted; numbers that are no page answer as before."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from portal.core.audit import audit_record
+from portal.core.models import AuditEvent
+from portal.core.pagination import COUNT_LIMIT, BoundedPaginator
+
+
+@pytest.fixture
+def five_events(admin_user) -> None:
+    for number in range(5):
+        audit_record(actor=admin_user, action="test.page", target=admin_user, comment=str(number))
+
+
+def _counts(queries: CaptureQueriesContext) -> int:
+    return sum("COUNT(" in query["sql"] for query in queries.captured_queries)
+
+
+@pytest.mark.parametrize(
+    ("page_size", "page", "rows", "counted_in_sql"),
+    [
+        (10, 1, 5, False),  # one page holds the list
+        (2, 3, 1, False),  # the last page, partly full
+        (2, 1, 2, True),  # a full first page: more may follow
+        (5, 1, 5, True),  # exactly full: only a count can tell
+    ],
+)
+def test_a_page_that_ends_the_list_counts_it_from_its_rows(
+    client_for, admin_user, five_events, page_size: int, page: int, rows: int, counted_in_sql: bool
+) -> None:
+    client = client_for(admin_user)
+    query = {"action": "test.page", "page_size": page_size, "page": page}
+
+    with CaptureQueriesContext(connection) as queries:
+        body = client.get("/api/v1/audit-events/", query).json()
+
+    assert (body["count"], body["count_exact"], len(body["results"])) == (5, True, rows)
+    assert _counts(queries) == (1 if counted_in_sql else 0)
+    assert (body["next"] is None) == (page * page_size >= 5)
+
+
+@pytest.mark.parametrize("page", ["0", "-1", "99", str(10**30), "1.5", "x"])
+def test_a_number_that_is_no_page_is_404_in_the_api(
+    client_for, admin_user, five_events, page: str
+) -> None:
+    response = client_for(admin_user).get(
+        "/api/v1/audit-events/", {"action": "test.page", "page": page}
+    )
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("page", "shown"), [("x", 1), ("0", 3), ("99", 3), (str(10**30), 3), ("2", 2), (None, 1)]
+)
+def test_pages_show_the_first_page_for_no_number_and_the_last_for_one_past_it(
+    five_events, page: str | None, shown: int
+) -> None:
+    events = AuditEvent.objects.filter(action="test.page").order_by("-at", "-id")
+
+    found = BoundedPaginator(events, 2).get_page(page)
+
+    assert found.number == shown
+    assert len(found.object_list) == (1 if shown == 3 else 2)
+    assert found.paginator.count == 5
+
+
+def test_a_short_page_past_the_counted_bound_is_still_no_page(db, settings) -> None:
+    """Page numbers stop at the page holding the bound's last row, even when the rows after
+    it would make a short page."""
+    per_page = 10
+    rows = COUNT_LIMIT + 3
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO core_auditevent (at, actor_name, action, target_type, target_id,"
+            " target_name, changes, comment, request_id, source_ip, user_agent)"
+            " SELECT now(), 'x', 'test.bound', 'x', n::text, 'x', '{}', '', '', NULL, ''"
+            " FROM generate_series(1, %s) n",
+            [rows],
+        )
+    events = AuditEvent.objects.filter(action="test.bound").order_by("-at", "-id")
+
+    paginator = BoundedPaginator(events, per_page)
+    last = paginator.get_page(COUNT_LIMIT // per_page + 1)
+
+    assert paginator.count == COUNT_LIMIT
+    assert not paginator.count_exact
+    assert last.number == COUNT_LIMIT // per_page
+    assert len(last.object_list) == per_page
