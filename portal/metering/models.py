@@ -141,9 +141,18 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
 class UsageMeasures(models.Model):
     """Where usage happened and the measures: what records and the rollup share."""
 
-    cluster = models.ForeignKey("cluster.Cluster", on_delete=models.CASCADE, related_name="+")
+    # No index of their own: the (cluster, hour) and (tenant, hour) indexes of each table
+    # begin with them (a million-row table keeps fewer indexes up to date).
+    cluster = models.ForeignKey(
+        "cluster.Cluster", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     tenant = models.ForeignKey(
-        "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        "tenants.Tenant",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
     )
     namespace = models.CharField(max_length=63, blank=True)
     gpu_model = models.ForeignKey(
@@ -183,6 +192,7 @@ class UsageRecord(UsageMeasures):
         null=True,
         blank=True,
         related_name="+",
+        db_index=False,  # the (user, hour) index begins with it
     )
     workload_kind = models.CharField(max_length=16, choices=WorkloadKind.choices)
     # The notebook's name, the pod's name, `allocation-<id>`, or empty when unattributed.

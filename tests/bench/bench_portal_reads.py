@@ -19,13 +19,15 @@ baselines.
    compared with the baselines measured just before it; the load average is noted each time.
 
 5. Then, on the same portal, the exports and a closed month's statements
-   (tests/bench/exports.py): the audit log's CSV, the biggest statement's CSV, and every page
-   of a month's statements for all tenants.
+   (tests/bench/exports.py): the audit log's CSV, the biggest statement's CSV, every page
+   of a month's statements for all tenants, and last the close of a month for all tenants
+   (priced from its hourly usage records).
 
 Prints a table, writes var/bench/portal_reads.json, and ends with `N/M targets met`: each read
 at >= 0.5x the DRF baseline's throughput with 16 clients and at p95 <= 50 ms with one client, a
 deep page with as many queries as its first page, /healthz at >= 0.5x the bare view, each CSV at
->= 100,000 lines/s with the workers' peak memory flat, and a month's statements in <= 2 s. A
+>= 100,000 lines/s with the workers' peak memory flat, a month's statements read and a month
+closed in <= 2 s each. A
 missed target is reported, not failed; errors and unexpected status codes fail the benchmark.
 """
 
@@ -367,9 +369,10 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
         month = exports.month_of_statements(
             data.url, portal, probe["personas"], probe["closed_month"]
         )
-        say("exports and a month of statements measured")
+        close = exports.month_close(data.url, portal, probe["personas"])
+        say("exports, a month of statements and a month's close measured")
 
-    export_targets = exports.targets(downloads, month)
+    export_targets = exports.targets(downloads, month, close)
 
     targets, verdicts = targets_of(run)
     targets += export_targets
@@ -388,7 +391,7 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
         + "; ".join(
             f"{name} {', '.join(f'{mib:.0f}' for mib in sizes)}" for name, sizes in rss.items()
         ),
-        *exports.lines(downloads, month),
+        *exports.lines(downloads, month, close),
         *plans(run),
         *[f"missed: {t['target']} ({t['value']})" for t in targets if not t["met"]],
         f"whole benchmark: {time.monotonic() - began:.0f} s",
@@ -413,9 +416,10 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
             {**export.__dict__, "lines_per_s": round(export.per_second)} for export in downloads
         ],
         "statements_month": month.__dict__,
+        "month_close": close.__dict__,
         "targets": targets,
         "summary": f"{met}/{len(targets)} targets met (reads, exports)",
     }
     bench_report("portal_reads", report, lines=lines, closing=report["summary"])
-    problems = problems_of(run) + exports.problems(downloads, month)
+    problems = problems_of(run) + exports.problems(downloads, month, close)
     assert not problems, "\n".join(problems[:20])

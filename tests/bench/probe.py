@@ -16,6 +16,7 @@ import math
 import os
 import sys
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
@@ -49,6 +50,7 @@ def scenarios(
     tenant: str,
     request_id: int,
     closed_month: str,
+    year_ago: str,
 ) -> list[Scenario]:
     rows = [Scenario("/healthz", "", "health", "/healthz")]
     for persona in ("admin", "lead", "developer"):
@@ -114,6 +116,20 @@ def scenarios(
             "page",
             f"/chargeback/?period={closed_month}",
         ),
+        # Usage: the default fortnight from the daily rollup (finance, a lead's tenant) and
+        # from the hourly records (a developer's own); a year of every tenant by GPU model.
+        Scenario("API usage/ finance", "finance", "api", "/api/v1/usage/"),
+        Scenario(
+            "API usage/ finance a year by tenant and model",
+            "finance",
+            "api",
+            f"/api/v1/usage/?from={year_ago}&group_by=tenant,model",
+        ),
+        Scenario(f"API usage/ lead {tenant}", "lead", "api", f"/api/v1/usage/?tenant={tenant}"),
+        Scenario("API usage/ developer", "developer", "api", "/api/v1/usage/"),
+        Scenario("page My usage (developer)", "developer", "page", "/usage/"),
+        Scenario("page All usage (finance)", "finance", "page", "/usage/all/"),
+        Scenario(f"page usage {tenant} (lead)", "lead", "page", f"/usage/tenants/{tenant}/"),
     ]
     return rows
 
@@ -203,7 +219,10 @@ def main(out: str) -> None:
     assert newest is not None, "the developer has no requests in this data set"
     closed = Period.objects.filter(state=PeriodState.CLOSED).order_by("-month").first()
     assert closed is not None, "this data set has no closed month"
-    listed = scenarios(personas, deep, scale.tenant_slug(0), newest.pk, f"{closed.month:%Y-%m}")
+    year_ago = (datetime.now(UTC).date() - timedelta(days=365)).isoformat()
+    listed = scenarios(
+        personas, deep, scale.tenant_slug(0), newest.pk, f"{closed.month:%Y-%m}", year_ago
+    )
     calls = {scenario.name: _call(scenario, personas) for scenario in listed}
     result = {
         "closed_month": f"{closed.month:%Y-%m}",

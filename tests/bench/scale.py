@@ -21,8 +21,11 @@ Written in SQL from the requests (`INSERT … SELECT`, for the same reason): the
   (every whole month before this one) with a final statement per tenant and a line per
   allocation that started in the month, priced at its model's rate; tenant 0's newest closed
   month has 100,000 more lines (the statement download the benchmark reads).
-Not seeded yet (left for the metering benchmark): a year of hourly usage for 10,000 GPUs as
-metering stores it.
+Written in SQL from the allocations (`INSERT … SELECT`), then rolled up through metering's own
+`daily_rollup`: a year of hourly usage of a cluster of 10,000 GPUs as metering stores it (a
+record per allocation and hour it held GPUs: some 8,000,000 at scale 1.0, about 1,100 GPU-eq
+held on average, which is what a million requests over two years amount to; the GPUs present
+each hour; each hour's window; the daily rollup).
 
 Run as `DATABASE_URL=... BENCH_SCALE=0.01 python -m tests.bench.scale` against an empty,
 migrated database; the benchmark does that once per scale and migration state, and keeps a
@@ -58,6 +61,7 @@ class Shape:
     requests: int
     audit_events: int
     big_statement_lines: int
+    gpus: int
 
     @classmethod
     def at(cls, scale: float) -> "Shape":
@@ -69,6 +73,7 @@ class Shape:
             requests=max(1000, round(1_000_000 * scale)),
             audit_events=max(1000, round(1_000_000 * scale)),
             big_statement_lines=max(1000, round(100_000 * scale)),
+            gpus=max(100, round(10_000 * scale)),
         )
 
 
@@ -133,6 +138,63 @@ AUDIT_ACTIONS = (
     ("notebook.stop", "notebook"), ("notebook.delete", "notebook"),
     ("membership.add", "membership"), ("quota.set", "quota"), ("api_token.create", "apitoken"),
 )  # fmt: skip
+
+
+# The usage metering keeps: a year of hours before the data set was seeded.
+USAGE_SPAN = timedelta(days=365)
+# A record per allocation and hour it held GPUs in the span: the seconds of the hour it held
+# them times its GPU-eq, in lowest terms.
+USAGE_RECORDS = """
+INSERT INTO metering_usagerecord (cluster_id, hour, tenant_id, namespace, user_id,
+  workload_kind, workload, notebook_id, allocation_id, gpu_model_id, offering_id, reserved_num,
+  reserved_den, requested_num, requested_den, used_gpu_hours, memory_gib_hours, cpu_core_hours,
+  ram_gib_hours)
+SELECT c.id, h.hour, r.tenant_id, c.namespace_prefix || t.slug,
+  coalesce(n.owner_id, r.requester_id),
+  CASE WHEN n.id IS NULL THEN 'allocation' ELSE 'notebook' END,
+  coalesce(n.name, 'allocation-' || r.id), n.id, r.id, r.gpu_model_id, r.offering_id,
+  q.num / gcd(q.num, q.den), q.den / gcd(q.num, q.den),
+  CASE WHEN n.id IS NULL THEN 0 ELSE q.num / gcd(q.num, q.den) END,
+  CASE WHEN n.id IS NULL THEN 1 ELSE q.den / gcd(q.num, q.den) END,
+  round(q.num::numeric / q.den * (0.2 + (r.id + extract(hour FROM h.hour)::int) %% 7 * 0.1), 6),
+  round(q.num::numeric / q.den * 24, 6),
+  round(q.num::numeric / q.den * 8, 6),
+  round(q.num::numeric / q.den * 32, 6)
+FROM allocations_gpurequest r
+JOIN tenants_tenant t ON t.id = r.tenant_id
+JOIN cluster_cluster c ON c.id = %(cluster)s
+LEFT JOIN workloads_notebook n ON n.allocation_id = r.id
+CROSS JOIN LATERAL generate_series(
+  date_trunc('hour', greatest(r.starts_at, %(since)s)),
+  least(r.ends_at, %(until)s) - interval '1 microsecond', interval '1 hour') h(hour)
+CROSS JOIN LATERAL (SELECT
+  r.gpu_eq_num * floor(extract(epoch FROM
+    least(r.ends_at, h.hour + interval '1 hour') - greatest(r.starts_at, h.hour)))::bigint AS num,
+  r.gpu_eq_den * 3600 AS den) q
+WHERE r.starts_at IS NOT NULL AND r.ends_at > %(since)s AND r.starts_at < %(until)s
+  AND q.num > 0
+ORDER BY h.hour
+"""
+# The GPUs present each hour, shared evenly among the catalog's models, named as the DCGM
+# exporter names them.
+USAGE_CAPACITY = """
+INSERT INTO metering_usagecapacity
+  (cluster_id, hour, gpu_model_id, model_name, gpu_hours_num, gpu_hours_den)
+SELECT %(cluster)s, h.hour, m.id, replace(m.node_label_value, '-', ' '),
+  %(gpus)s / m.models + CASE WHEN m.position <= %(gpus)s %% m.models THEN 1 ELSE 0 END, 1
+FROM generate_series(%(since)s, %(until)s - interval '1 hour', interval '1 hour') h(hour)
+CROSS JOIN (SELECT id, node_label_value, row_number() OVER (ORDER BY id) AS position,
+  count(*) OVER () AS models FROM catalog_gpumodel) m
+"""
+USAGE_WINDOWS = """
+INSERT INTO metering_usagewindow
+  (cluster_id, start, state, attempts, error, queries, records, started_at, finished_at)
+SELECT %(cluster)s, h.hour, 'done', 1, '', 12, coalesce(r.records, 0),
+  h.hour + interval '1 hour 2 minutes', h.hour + interval '1 hour 3 minutes'
+FROM generate_series(%(since)s, %(until)s - interval '1 hour', interval '1 hour') h(hour)
+LEFT JOIN (SELECT hour, count(*) AS records FROM metering_usagerecord
+  WHERE cluster_id = %(cluster)s GROUP BY hour) r ON r.hour = h.hour
+"""
 
 
 def _month_after(moment: datetime) -> datetime:
@@ -463,6 +525,41 @@ class Seeder:
                 "       GROUP BY statement_id) l WHERE l.statement_id = s.id"
             )
 
+    def usage(self) -> None:
+        """A year of hourly usage of the cluster's `gpus` GPUs, as metering stores it: a record
+        per allocation and hour it held GPUs (its notebook's, with the notebook's owner, for
+        those that have one; `allocation-<id>` otherwise), reserved to the second of the hour
+        and in lowest terms as `Attribution.reserve` writes it, requested where a notebook
+        asked, used at 20-80 %; the GPUs present each hour per model (`UsageCapacity`); each
+        hour's window done; the daily rollup through metering's own `daily_rollup`."""
+        from django.db import connection  # noqa: PLC0415
+
+        from portal.metering.collection import daily_rollup  # noqa: PLC0415
+
+        until = self.now.replace(minute=0, second=0, microsecond=0)
+        since = until - USAGE_SPAN
+        bounds: dict[str, Any] = {"since": since, "until": until, "cluster": self.cluster.pk}
+        with connection.cursor() as cursor:
+            # Consistent by construction, as the copies above: no deferred check of each
+            # record's foreign keys at commit (minutes for millions of rows).
+            cursor.execute("SET LOCAL session_replication_role = replica")
+            cursor.execute(USAGE_RECORDS, bounds)
+            # Statistics of the new rows first: without them each day's rollup below and the
+            # windows' counts would be planned as scans of the whole table.
+            cursor.execute("ANALYZE metering_usagerecord")
+            cursor.execute(USAGE_CAPACITY, {**bounds, "gpus": self.shape.gpus})
+            cursor.execute(USAGE_WINDOWS, bounds)
+            cursor.execute(
+                "INSERT INTO metering_meteringstate"
+                " (cluster_id, begins_at, complete_until, last_error, last_run_at, demo)"
+                " VALUES (%(cluster)s, %(since)s, %(until)s, '', %(until)s, false)",
+                bounds,
+            )
+        day = since.date()
+        while day < until.date() + timedelta(days=1):
+            daily_rollup(self.cluster, day)
+            day += timedelta(days=1)
+
     def run(self) -> None:
         from django.db import connection, transaction  # noqa: PLC0415
 
@@ -475,6 +572,7 @@ class Seeder:
             ("notebooks (COPY)", self.notebooks),
             ("audit events (COPY)", self.audit_events),
             ("statements (INSERT … SELECT)", self.statements),
+            ("a year of usage (INSERT … SELECT, daily_rollup)", self.usage),
         )
         for name, step in steps:
             started = time.monotonic()

@@ -12,6 +12,8 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest
@@ -29,6 +31,7 @@ from portal.metering.collection import hour_floor, metering_begin, window_collec
 from portal.metering.models import MeteringState, UsageRecord
 from portal.metering.sources import WindowMetrics
 from tenants.models import Tenant
+from tenants.services import tenant_create
 
 TODAY = datetime.now(UTC).date()
 MONTH = (TODAY.replace(day=1) - timedelta(days=1)).replace(day=1)  # last month
@@ -245,3 +248,40 @@ def test_a_tenant_with_two_currencies_does_not_hide_the_others_statements(books:
     assert statement.tenant == books.tenant
     assert "EUR and USD" in statement.problem
     assert statement.total == Decimal("0.00")
+
+
+def _usage(books: Books, month_begin: datetime, tenants: int) -> None:
+    """Two workloads' hours in `tenants` new tenants, in the month that begins at
+    `month_begin` (records as metering writes them)."""
+    model = GpuModel.objects.get(slug="a100-80gb")
+    for number in range(tenants):
+        tenant = tenant_create(actor=None, slug=f"close-{month_begin:%m}-{number}", name="T")
+        for workload in ("job-a", "job-b"):
+            record = UsageRecord(
+                cluster=books.cluster, hour=month_begin + DAY, tenant=tenant,
+                namespace=f"t-{tenant.slug}", workload_kind="pod", workload=workload,
+                gpu_model=model, used_gpu_hours=Decimal("0.5"),
+            )  # fmt: skip
+            record.reserved = record.requested = Fraction(1)
+            record.save()
+
+
+def test_closing_a_month_stores_every_statement_in_queries_that_do_not_grow_with_tenants(
+    books: Books,
+) -> None:
+    earlier = (MONTH - DAY).replace(day=1)
+    card(books, "2.00", earlier)
+    _usage(books, datetime.combine(earlier, datetime.min.time(), tzinfo=UTC), tenants=2)
+    _usage(books, BEGIN, tenants=12)
+    MeteringState.objects.filter(cluster=books.cluster).update(complete_until=END)
+
+    with CaptureQueriesContext(connection) as two:
+        period_close(actor=books.finance, month=earlier)
+    with CaptureQueriesContext(connection) as twelve:
+        period_close(actor=books.finance, month=MONTH)
+
+    assert len(twelve) == len(two)
+    stored = Statement.objects.filter(period__month=MONTH).order_by("tenant__slug")
+    assert [(s.tenant.slug, s.total, s.lines.count()) for s in stored] == [
+        (f"close-{BEGIN:%m}-{number}", Decimal("4.00"), 2) for number in sorted(range(12), key=str)
+    ]
