@@ -86,8 +86,10 @@ def bench_scale() -> float:
 
 
 def data_set_key(scale: float) -> str:
-    """What a cached data set depends on: the scale, the migrations and this module."""
+    """What a cached data set depends on: the scale, the migrations, this module and the
+    metering code whose daily rollup it writes with."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update((ROOT / "portal" / "metering" / "collection.py").read_bytes())
     for path in sorted(ROOT.glob("**/migrations/*.py")):
         if ".venv" in path.parts:
             continue

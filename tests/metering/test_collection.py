@@ -27,6 +27,8 @@ from portal.catalog.services import gpu_pool_create
 from portal.cluster.models import Cluster
 from portal.cluster.services import cluster_create
 from portal.metering.collection import (
+    ROLLUP_DENOMINATOR,
+    daily_rollup,
     hour_floor,
     meter_cluster,
     metering_begin,
@@ -241,6 +243,23 @@ def test_a_pod_across_days_is_split_at_every_hour_and_rolled_up_per_day(story: S
     others = Fraction(1, 7) + Fraction(1, 2) + 2 * 48 + Fraction(2, 3)  # mig, shares, batch, seq
     assert gpu_eq_sum(days, name="requested") == notebook + others
     assert {row.day for row in days} == {at(hour).date() for hour in range(50)}
+    # Every day's sums over the one denominator: readers group them in one SQL group each.
+    dens = {(row.reserved_den, row.requested_den) for row in UsageDaily.objects.all()}
+    assert dens == {(ROLLUP_DENOMINATOR, ROLLUP_DENOMINATOR)}
+
+
+def test_a_rollup_total_the_common_denominator_cannot_hold_keeps_its_lowest_terms(db) -> None:
+    cluster = cluster_create(actor=None, name="west")
+    for reserved in (Fraction(1, 11), Fraction(1, 7)):
+        row = UsageRecord(cluster=cluster, hour=at(0), workload_kind="pod", workload="odd")
+        row.reserved, row.requested = reserved, Fraction(1, 7)
+        row.save()
+
+    daily_rollup(cluster, at(0).date())
+
+    [day] = UsageDaily.objects.filter(cluster=cluster)
+    assert (day.reserved, day.reserved_den) == (Fraction(18, 77), 77)
+    assert (day.requested, day.requested_den) == (Fraction(2, 7), ROLLUP_DENOMINATOR)
 
 
 def test_a_window_collected_twice_leaves_the_same_rows(story: Story) -> None:
