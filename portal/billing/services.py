@@ -177,16 +177,17 @@ def period_close(*, actor: User, month: date) -> Period:
         raise Conflict(" ".join(problems))
     # Every tenant's statement in one insert, then all their lines in batches: a month of a
     # thousand tenants is a few statements to the database, not two per tenant.
+    priced_by_tenant = [(tenant, month_prices[tenant.pk]) for tenant in tenants]
     statements = Statement.objects.bulk_create(
         Statement(
             period=period,
             tenant=tenant,
             cost_centre=tenant.cost_centre,
-            currency=month_prices[tenant.pk].currency,
+            currency=priced.currency,
             basis=basis,
-            total=month_prices[tenant.pk].total,
+            total=priced.total,
         )
-        for tenant in tenants
+        for tenant, priced in priced_by_tenant
     )
     StatementLine.objects.bulk_create(
         (
@@ -206,14 +207,14 @@ def period_close(*, actor: User, month: date) -> Period:
                 amount=line.amount,
                 used_gpu_hours=line.used_gpu_hours,
             )
-            for statement, tenant in zip(statements, tenants, strict=True)
-            for position, line in enumerate(month_prices[tenant.pk].lines, start=1)
+            for statement, (_tenant, priced) in zip(statements, priced_by_tenant, strict=True)
+            for position, line in enumerate(priced.lines, start=1)
         ),
         batch_size=2000,
     )
     totals = {
-        tenant.slug: f"{month_prices[tenant.pk].total} {month_prices[tenant.pk].currency}".strip()
-        for tenant in tenants
+        tenant.slug: f"{priced.total} {priced.currency}".strip()
+        for tenant, priced in priced_by_tenant
     }
     period.state = PeriodState.CLOSED
     period.basis = basis

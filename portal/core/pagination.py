@@ -64,15 +64,14 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
             wanted = int(number)
         except (TypeError, ValueError):
             return super().page(number)  # Django's own answer for a page that is not a number
-        objects = self.object_list
-        # Past the counted bound (or not a page at all) Django's checks answer first.
+        # Past the counted bound (or not a page at all), a list that is not a query, orphans
+        # or a count already made: Django's own way.
         beyond = wanted < 1 or (wanted - 1) * self.per_page > COUNT_LIMIT
-        if beyond or self.orphans or "_counted" in self.__dict__:
-            return super().page(wanted)
-        if not isinstance(objects, QuerySet):
+        queried = isinstance(self.object_list, QuerySet)
+        if beyond or not queried or self.orphans or "_counted" in self.__dict__:
             return super().page(wanted)
         bottom = (wanted - 1) * self.per_page
-        rows = list(objects[bottom : bottom + self.per_page])
+        rows = list(self.object_list[bottom : bottom + self.per_page])
         if len(rows) < self.per_page and (rows or wanted == 1):
             self.__dict__["_counted"] = min(bottom + len(rows), COUNT_LIMIT + 1)
         return Page(rows, self.validate_number(wanted), self)

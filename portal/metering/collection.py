@@ -50,6 +50,7 @@ from portal.allocations.models import GpuRequest
 from portal.catalog.gpu_eq import gpu_eq_parse
 from portal.catalog.models import GpuModel, GpuPool, Offering
 from portal.cluster.models import Cluster
+from portal.core.validators import BIGINT_MAX
 from portal.metering.models import (
     MICRO,
     GpuHealth,
@@ -299,9 +300,11 @@ ROLLUP_DENOMINATOR = 3600 * 2520
 
 
 def _over_rollup_denominator(amount: Fraction) -> tuple[int, int]:
-    """`amount` as (numerator, denominator) over ROLLUP_DENOMINATOR when it is exact there."""
+    """`amount`, checked as every stored GPU-eq is (`gpu_eq_parse`), as (numerator,
+    denominator) over ROLLUP_DENOMINATOR when it is exact there and fits the column."""
+    amount = gpu_eq_parse(amount)
     scaled = amount * ROLLUP_DENOMINATOR
-    if scaled.denominator == 1:
+    if scaled.denominator == 1 and scaled.numerator <= BIGINT_MAX:
         return scaled.numerator, ROLLUP_DENOMINATOR
     return amount.numerator, amount.denominator
 
