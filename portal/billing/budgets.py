@@ -149,7 +149,9 @@ def budget_status(budget: Budget, *, now: datetime | None = None) -> BudgetStatu
     last_day = min(now.date(), month_bounds(month)[1].date() - timedelta(days=1))
     money = budget.unit == BudgetUnit.MONEY
     try:
-        priced = tenant_month_priced(budget.tenant, month, basis=settings.PORTAL_CHARGE_BASIS)
+        priced = tenant_month_priced(
+            budget.tenant, month, basis=settings.PORTAL_CHARGE_BASIS, daily=True
+        )
     except Conflict as error:
         return BudgetStatus(budget, month, Decimal(0), Decimal(0), [], problem=str(error))
     if money and priced.currency and priced.currency != budget.currency:

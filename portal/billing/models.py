@@ -139,7 +139,10 @@ class Statement(models.Model):
 class StatementLine(models.Model):
     """GPU model x offering x user x workload x rate: a quantity of the basis, priced."""
 
-    statement = models.ForeignKey(Statement, on_delete=models.CASCADE, related_name="lines")
+    # No index of its own: the (statement, position) index begins with it.
+    statement = models.ForeignKey(
+        Statement, on_delete=models.CASCADE, related_name="lines", db_index=False
+    )
     position = models.PositiveIntegerField()
     gpu_model = models.CharField(max_length=100, blank=True)
     offering = models.CharField(max_length=100, blank=True)

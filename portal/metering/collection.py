@@ -42,7 +42,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -50,8 +50,10 @@ from portal.allocations.models import GpuRequest
 from portal.catalog.gpu_eq import gpu_eq_parse
 from portal.catalog.models import GpuModel, GpuPool, Offering
 from portal.cluster.models import Cluster
+from portal.core.bulk import rows_insert
 from portal.core.validators import BIGINT_MAX
 from portal.metering.models import (
+    COMMON_DENOMINATOR,
     MICRO,
     GpuHealth,
     Measures,
@@ -60,6 +62,7 @@ from portal.metering.models import (
     UsageDaily,
     UsageRecord,
     UsageWindow,
+    UsageWorkloadDaily,
     WindowState,
     WorkloadKind,
 )
@@ -248,21 +251,11 @@ class RecordRow(NamedTuple):
 
 
 def records_insert(records: list[RecordRow]) -> None:
-    """Insert a window's records. On PostgreSQL in one COPY: a window of 10,000 GPUs has some
-    20,000 records, which bulk_create takes about 2 s to turn into SQL parameters while COPY
-    takes their values as they are; elsewhere (the demo's SQLite) bulk_create."""
-    if connection.vendor != "postgresql" or not records:
-        UsageRecord.objects.bulk_create(
-            (UsageRecord(**record._asdict()) for record in records), batch_size=2000
-        )
-        return
-    fields = {f.attname: f.column for f in UsageRecord._meta.concrete_fields if f.column}
-    columns = ", ".join(connection.ops.quote_name(fields[name]) for name in RecordRow._fields)
-    table = connection.ops.quote_name(UsageRecord._meta.db_table)
-    statement = f"COPY {table} ({columns}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-        for record in records:
-            copy.write_row(record)
+    """Insert a window's records: on PostgreSQL in one COPY (`rows_insert`). A window of
+    10,000 GPUs has some 20,000 records, which bulk_create takes about 2 s to turn into SQL
+    parameters while COPY takes their values as they are."""
+    if records:
+        rows_insert(UsageRecord, RecordRow._fields, records)
 
 
 def _advance_watermark(cluster: Cluster) -> None:
@@ -290,53 +283,73 @@ def _resource_labels(cluster: Cluster) -> set[str]:
     return names
 
 
-# The denominator the rollup writes its GPU-eq-hours over: a second of an hour (3,600) times
-# 2,520, which every GPU-eq denominator up to 10 divides (MIG's sevenths and eighths, halves,
-# quarters, thirds). Rows over one denominator add up in one SQL group each: in lowest terms a
-# year's rows had some hundred denominators, and each reader grouped by all of them (121,471
-# groups for every tenant and model over a year, where there are 2,000). A total this cannot
-# express exactly keeps its lowest terms; either way the value is exact.
-ROLLUP_DENOMINATOR = 3600 * 2520
+# The rollup writes its GPU-eq-hours over COMMON_DENOMINATOR (metering's models): each
+# reader then adds a set of rows up in one SQL group. A total this cannot express exactly keeps
+# its lowest terms; either way the value is exact.
 
 
 def _over_rollup_denominator(amount: Fraction) -> tuple[int, int]:
     """`amount`, checked as every stored GPU-eq is (`gpu_eq_parse`), as (numerator,
-    denominator) over ROLLUP_DENOMINATOR when it is exact there and fits the column."""
+    denominator) over COMMON_DENOMINATOR when it is exact there and fits the column."""
     amount = gpu_eq_parse(amount)
-    scaled = amount * ROLLUP_DENOMINATOR
+    scaled = amount * COMMON_DENOMINATOR
     if scaled.denominator == 1 and scaled.numerator <= BIGINT_MAX:
-        return scaled.numerator, ROLLUP_DENOMINATOR
+        return scaled.numerator, COMMON_DENOMINATOR
     return amount.numerator, amount.denominator
 
 
+# The columns of a rollup row: where (the grouping's columns) and the measures after them.
+ROLLUP_WHERE = ("tenant_id", "namespace", "gpu_model_id", "offering_id")
+WORKLOAD_WHERE = (*ROLLUP_WHERE, "user_id", "workload_kind", "workload")
+MEASURE_COLUMNS = (
+    "reserved_num",
+    "reserved_den",
+    "requested_num",
+    "requested_den",
+    "used_gpu_hours",
+    "memory_gib_hours",
+    "cpu_core_hours",
+    "ram_gib_hours",
+)
+
+
 def daily_rollup(cluster: Cluster, day: date) -> None:
-    """Rewrite the day's rollup rows of `cluster` from its hourly records: one grouped query.
-    GPU-eq-hours are written over ROLLUP_DENOMINATOR where they can be."""
+    """Rewrite the day's rollup rows of `cluster` from its hourly records: one grouped query
+    per workload (`UsageWorkloadDaily`), added up here per namespace, GPU model and offering
+    (`UsageDaily`). GPU-eq-hours are written over COMMON_DENOMINATOR where they can be. The
+    rows are written by `rows_insert` (one COPY each on PostgreSQL): a day of 10,000 GPUs has
+    some 20,000 workloads, rewritten with each hourly window."""
     begin = datetime.combine(day, time(), tzinfo=UTC)
     hours = UsageRecord.objects.filter(
         cluster=cluster, hour__gte=begin, hour__lt=begin + timedelta(days=1)
     )
-    group = ("tenant_id", "namespace", "gpu_model_id", "offering_id")
-    sums = hours.measure_sums(group)
+    per_workload = hours.measure_sums(WORKLOAD_WHERE)
+    sums: dict[tuple[Any, ...], Measures] = {}
+    for key, measures in per_workload.items():
+        sums.setdefault(key[: len(ROLLUP_WHERE)], Measures()).add(measures)
+    UsageWorkloadDaily.objects.filter(cluster=cluster, day=day).delete()
     UsageDaily.objects.filter(cluster=cluster, day=day).delete()
-    daily = []
-    for (tenant_id, namespace, gpu_model_id, offering_id), total in sums.items():
-        row = UsageDaily(
-            cluster=cluster,
-            day=day,
-            tenant_id=tenant_id,
-            namespace=namespace,
-            gpu_model_id=gpu_model_id,
-            offering_id=offering_id,
-            used_gpu_hours=total.used_gpu_hours,
-            memory_gib_hours=total.memory_gib_hours,
-            cpu_core_hours=total.cpu_core_hours,
-            ram_gib_hours=total.ram_gib_hours,
+    for model, where, totals in (
+        (UsageWorkloadDaily, WORKLOAD_WHERE, per_workload),
+        (UsageDaily, ROLLUP_WHERE, sums),
+    ):
+        rows_insert(
+            model,
+            ("cluster_id", "day", *where, *MEASURE_COLUMNS),
+            ((cluster.pk, day, *key, *_measure_values(total)) for key, total in totals.items()),
         )
-        row.reserved_num, row.reserved_den = _over_rollup_denominator(total.reserved)
-        row.requested_num, row.requested_den = _over_rollup_denominator(total.requested)
-        daily.append(row)
-    UsageDaily.objects.bulk_create(daily, batch_size=2000)
+
+
+def _measure_values(total: Measures) -> tuple[Any, ...]:
+    """`total` as the values of MEASURE_COLUMNS."""
+    return (
+        *_over_rollup_denominator(total.reserved),
+        *_over_rollup_denominator(total.requested),
+        total.used_gpu_hours,
+        total.memory_gib_hours,
+        total.cpu_core_hours,
+        total.ram_gib_hours,
+    )
 
 
 # Attribution: metrics and the ledger to records

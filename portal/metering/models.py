@@ -23,17 +23,44 @@ from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
-from django.db import models
-from django.db.models import Sum
+from django.db import connections, models
+from django.db.models import BigIntegerField, Case, F, Q, Sum, Value, When
+from django.db.models.functions import Mod
+from django.db.models.lookups import Exact
 from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.core.validators import BIGINT_MAX
 from portal.core.visibility import VisibleQuerySet, register_scope
 from tenants.access import in_tenants_of_user, sees_everything, tenants_led_by
 from tenants.models import MemberRole
 
 MICRO = Decimal("0.000001")
+# The one denominator GPU-eq-hours are summed over: a second of an hour (3,600) times 2,520,
+# which every GPU-eq denominator up to 10 divides (MIG's sevenths and eighths, halves,
+# quarters, thirds). Values over one denominator add up in one SQL group: in lowest terms a
+# month's records carry hundreds of denominators, and a sum per denominator multiplied the
+# groups (and the exact additions in Python) by as many. The daily rollup is written over it.
+COMMON_DENOMINATOR = 3600 * 2520
+
+
+def _over_common(name: str) -> tuple[Case, Case]:
+    """The `name` GPU-eq column as (numerator, denominator) SQL over COMMON_DENOMINATOR where
+    that is exact and the scaled numerator fits a bigint; as stored otherwise."""
+    numerator, denominator = F(f"{name}_num"), F(f"{name}_den")
+    exact = Q(Exact(Mod(Value(COMMON_DENOMINATOR), denominator), 0)) & Q(
+        **{f"{name}_num__lte": BIGINT_MAX // COMMON_DENOMINATOR}
+    )
+    scaled = numerator * (Value(COMMON_DENOMINATOR) / denominator)
+    return (
+        Case(When(exact, then=scaled), default=numerator, output_field=BigIntegerField()),
+        Case(
+            When(exact, then=Value(COMMON_DENOMINATOR)),
+            default=denominator,
+            output_field=BigIntegerField(),
+        ),
+    )
 
 
 class WindowState(models.TextChoices):
@@ -104,37 +131,63 @@ class Measures:
     cpu_core_hours: Decimal = Decimal(0)
     ram_gib_hours: Decimal = Decimal(0)
 
+    def add(self, other: "Measures") -> None:
+        """Add `other`'s measures to these."""
+        self.reserved += other.reserved
+        self.requested += other.requested
+        self.used_gpu_hours += other.used_gpu_hours
+        self.memory_gib_hours += other.memory_gib_hours
+        self.cpu_core_hours += other.cpu_core_hours
+        self.ram_gib_hours += other.ram_gib_hours
+
+
+# measure_sums's sums, in the order of Measures' fields.
+MEASURES_SUMMED = ("reserved", "requested", "used", "memory", "cpu", "ram")
+
 
 class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
     def measure_sums(self, columns: Sequence[str]) -> dict[tuple[Any, ...], Measures]:
         """The measures summed per value of `columns`, in one grouped query: the fractions'
-        numerators per denominator in SQL, combined exactly here."""
+        numerators over COMMON_DENOMINATOR (or, where one is not exact there, per
+        denominator) in SQL, combined exactly here."""
+        reserved_num, reserved_den = _over_common("reserved")
+        requested_num, requested_den = _over_common("requested")
         grouped = (
             self.order_by()
-            .values(*columns, "reserved_den", "requested_den")
+            .values(*columns, reserved_over=reserved_den, requested_over=requested_den)
             .annotate(
-                reserved=Sum("reserved_num"),
-                requested=Sum("requested_num"),
+                reserved=Sum(reserved_num),
+                requested=Sum(requested_num),
                 used=Sum("used_gpu_hours"),
                 memory=Sum("memory_gib_hours"),
                 cpu=Sum("cpu_core_hours"),
                 ram=Sum("ram_gib_hours"),
             )
         )
+        width = len(columns)
         sums: dict[tuple[Any, ...], Measures] = {}
-        for row in grouped:
-            total = sums.setdefault(tuple(row[column] for column in columns), Measures())
-            total.reserved += Fraction(row["reserved"], row["reserved_den"])
-            total.requested += Fraction(row["requested"], row["requested_den"])
-            total.used_gpu_hours += row["used"]
-            total.memory_gib_hours += row["memory"]
-            total.cpu_core_hours += row["cpu"]
-            total.ram_gib_hours += row["ram"]
-        for total in sums.values():  # SQLite sums decimals with more places than it stores
-            total.used_gpu_hours = total.used_gpu_hours.quantize(MICRO)
-            total.memory_gib_hours = total.memory_gib_hours.quantize(MICRO)
-            total.cpu_core_hours = total.cpu_core_hours.quantize(MICRO)
-            total.ram_gib_hours = total.ram_gib_hours.quantize(MICRO)
+        for row in grouped.values_list(
+            *columns, "reserved_over", "requested_over", *MEASURES_SUMMED
+        ):
+            reserved_over, requested_over, reserved, requested, *decimals = row[width:]
+            measures = Measures(
+                Fraction(int(reserved), reserved_over),
+                Fraction(int(requested), requested_over),
+                *decimals,
+            )
+            total = sums.get(row[:width])
+            if total is None:
+                sums[row[:width]] = measures
+            else:
+                total.add(measures)
+        if connections[self.db].vendor != "postgresql":
+            # SQLite sums decimals with more places than it stores; PostgreSQL keeps the
+            # columns' six.
+            for total in sums.values():
+                total.used_gpu_hours = total.used_gpu_hours.quantize(MICRO)
+                total.memory_gib_hours = total.memory_gib_hours.quantize(MICRO)
+                total.cpu_core_hours = total.cpu_core_hours.quantize(MICRO)
+                total.ram_gib_hours = total.ram_gib_hours.quantize(MICRO)
         return sums
 
 
@@ -245,6 +298,39 @@ class UsageDaily(UsageMeasures):
         return f"{self.day} {self.namespace}"
 
 
+class UsageWorkloadDaily(UsageMeasures):
+    """The day's usage per workload (cluster x tenant x namespace x user x workload x GPU model
+    x offering): the rollup statements are priced from. A statement line is one workload's
+    month, so its prices need the workload, which the daily rollup above does not keep; a
+    month's hourly records are some ten times as many rows. Rewritten with the daily rollup,
+    in the same transaction."""
+
+    day = models.DateField()
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,  # the (user, day) index begins with it
+    )
+    workload_kind = models.CharField(max_length=16, choices=WorkloadKind.choices)
+    workload = models.CharField(max_length=253, blank=True)
+
+    class Meta(UsageMeasures.Meta):
+        ordering = ["day", "id"]
+        indexes = [
+            models.Index(fields=["cluster", "day"]),
+            models.Index(fields=["tenant", "day"]),
+            models.Index(fields=["user", "day"]),
+            # A month of every tenant (closing it) reads its days alone.
+            models.Index(fields=["day"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.namespace} {self.workload}"
+
+
 class GpuHealth(models.Model):
     """A GPU that reported XID errors (DCGM_FI_DEV_XID_ERRORS) during an hour."""
 
@@ -292,9 +378,9 @@ class UsageCapacity(models.Model):
         return f"{self.hour:%Y-%m-%d %H:00} {self.model_name}: {self.gpu_hours}"
 
 
-def _visible_usage(
-    records: models.QuerySet[UsageRecord], user: User
-) -> models.QuerySet[UsageRecord]:
+def _visible_usage[R: UsageRecord | UsageWorkloadDaily](
+    records: models.QuerySet[R], user: User
+) -> models.QuerySet[R]:
     """Finance and admins: all, unattributed too; leads: their tenants'; everyone: their own."""
     if sees_everything(user):
         return records
@@ -310,3 +396,4 @@ def _visible_daily(rows: models.QuerySet[UsageDaily], user: User) -> models.Quer
 
 register_scope(UsageRecord, _visible_usage)
 register_scope(UsageDaily, _visible_daily)
+register_scope(UsageWorkloadDaily, _visible_usage)

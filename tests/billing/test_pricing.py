@@ -27,7 +27,7 @@ from portal.cluster.models import Cluster
 from portal.cluster.services import cluster_create
 from portal.core.errors import Conflict, InvalidTransition, PermissionDenied, ValidationFailed
 from portal.core.models import AuditEvent
-from portal.metering.collection import hour_floor, metering_begin, window_collect
+from portal.metering.collection import daily_rollup, hour_floor, metering_begin, window_collect
 from portal.metering.models import MeteringState, UsageRecord
 from portal.metering.sources import WindowMetrics
 from tenants.models import Tenant
@@ -252,7 +252,7 @@ def test_a_tenant_with_two_currencies_does_not_hide_the_others_statements(books:
 
 def _usage(books: Books, month_begin: datetime, tenants: int) -> None:
     """Two workloads' hours in `tenants` new tenants, in the month that begins at
-    `month_begin` (records as metering writes them)."""
+    `month_begin` (records and the day's rollup as metering writes them)."""
     model = GpuModel.objects.get(slug="a100-80gb")
     for number in range(tenants):
         tenant = tenant_create(actor=None, slug=f"close-{month_begin:%m}-{number}", name="T")
@@ -264,6 +264,7 @@ def _usage(books: Books, month_begin: datetime, tenants: int) -> None:
             )  # fmt: skip
             record.reserved = record.requested = Fraction(1)
             record.save()
+    daily_rollup(books.cluster, (month_begin + DAY).date())
 
 
 def test_closing_a_month_stores_every_statement_in_queries_that_do_not_grow_with_tenants(

@@ -11,6 +11,7 @@ The story, on cluster gpu-east (namespace prefix t-), from T0 (an hour boundary,
 - a batch pod asking for two GPUs from T0+2:00 to T0+50:00, across two days, 100 % busy.
 """
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,7 +28,6 @@ from portal.catalog.services import gpu_pool_create
 from portal.cluster.models import Cluster
 from portal.cluster.services import cluster_create
 from portal.metering.collection import (
-    ROLLUP_DENOMINATOR,
     daily_rollup,
     hour_floor,
     meter_cluster,
@@ -35,10 +35,12 @@ from portal.metering.collection import (
     window_collect,
 )
 from portal.metering.models import (
+    COMMON_DENOMINATOR,
     MeteringState,
     UsageDaily,
     UsageRecord,
     UsageWindow,
+    UsageWorkloadDaily,
     WindowState,
     WorkloadKind,
 )
@@ -245,7 +247,40 @@ def test_a_pod_across_days_is_split_at_every_hour_and_rolled_up_per_day(story: S
     assert {row.day for row in days} == {at(hour).date() for hour in range(50)}
     # Every day's sums over the one denominator: readers group them in one SQL group each.
     dens = {(row.reserved_den, row.requested_den) for row in UsageDaily.objects.all()}
-    assert dens == {(ROLLUP_DENOMINATOR, ROLLUP_DENOMINATOR)}
+    assert dens == {(COMMON_DENOMINATOR, COMMON_DENOMINATOR)}
+
+
+def test_the_workload_rollup_holds_each_workloads_day_and_adds_up_to_the_daily_one(
+    story: Story,
+) -> None:
+    collect(story, 50)
+
+    # The long batch job: a row per day it ran, its user and kind kept, the hours summed.
+    batch = UsageWorkloadDaily.objects.filter(workload="batch-long").order_by("day")
+    hours_per_day = Counter(at(hour).date() for hour in range(2, 50))
+    assert [row.day for row in batch] == sorted(hours_per_day)
+    assert [row.requested for row in batch] == [
+        2 * hours_per_day[day] for day in sorted(hours_per_day)
+    ]
+    assert {(row.workload_kind, row.tenant_id) for row in batch} == {
+        ("pod", Tenant.objects.get(slug="vision").pk)
+    }
+    assert sum((row.used_gpu_hours for row in batch), Decimal(0)) == Decimal("48.000000")
+    # Per day, per namespace, model and offering, the workloads add up to the daily rollup.
+    for name in ("reserved", "requested"):
+        for daily in UsageDaily.objects.all():
+            same = UsageWorkloadDaily.objects.filter(
+                cluster=daily.cluster, day=daily.day, tenant=daily.tenant,
+                namespace=daily.namespace, gpu_model=daily.gpu_model, offering=daily.offering,
+            )  # fmt: skip
+            assert gpu_eq_sum(same, name=name) == getattr(daily, name), (daily, name)
+    # A day collected again is rewritten, not added to.
+    before = UsageWorkloadDaily.objects.count()
+    daily_rollup(story.cluster, at(24).date())
+    assert UsageWorkloadDaily.objects.count() == before
+    assert {(row.reserved_den, row.requested_den) for row in batch} == {
+        (COMMON_DENOMINATOR, COMMON_DENOMINATOR)
+    }
 
 
 def test_a_rollup_total_the_common_denominator_cannot_hold_keeps_its_lowest_terms(db) -> None:
@@ -259,7 +294,7 @@ def test_a_rollup_total_the_common_denominator_cannot_hold_keeps_its_lowest_term
 
     [day] = UsageDaily.objects.filter(cluster=cluster)
     assert (day.reserved, day.reserved_den) == (Fraction(18, 77), 77)
-    assert (day.requested, day.requested_den) == (Fraction(2, 7), ROLLUP_DENOMINATOR)
+    assert (day.requested, day.requested_den) == (Fraction(2, 7), COMMON_DENOMINATOR)
 
 
 def test_a_window_collected_twice_leaves_the_same_rows(story: Story) -> None:
