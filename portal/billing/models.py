@@ -35,9 +35,9 @@ def basis_quantity(measures: Measures, basis: str) -> Fraction:
     """The quantity a charge basis counts in summed usage measures: reserved or requested
     GPU-eq-hours, or used GPU-hours, as an exact fraction."""
     if basis == Basis.RESERVED:
-        return Fraction(measures.reserved)
+        return measures.reserved
     if basis == Basis.REQUESTED:
-        return Fraction(measures.requested)
+        return measures.requested
     return Fraction(measures.used_gpu_hours)
 
 

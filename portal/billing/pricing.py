@@ -77,6 +77,10 @@ def price(quantity: Fraction, rate: Decimal) -> Decimal:
         return exact.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
+def _effective_from(card: RateCard) -> date:
+    return card.effective_from
+
+
 class RateBook:
     """Which rate card applies to a (GPU model, sharing backend) on a day: the newest card in
     effect, one for that backend before one for every backend."""
@@ -92,7 +96,7 @@ class RateBook:
 
     def _in_effect(self, key: tuple[int, int | None], day: date) -> RateCard | None:
         cards = self.cards.get(key, [])
-        index = bisect_right([card.effective_from for card in cards], day)
+        index = bisect_right(cards, day, key=_effective_from)
         return cards[index - 1] if index else None
 
     def changes_within(self, begin: date, end: date) -> list[date]:
@@ -287,11 +291,14 @@ def month_priced(
         card = rates.rate_for(model_id, backends.get(offering_id), day)
         lines = per_tenant[tenant_id]
         line_key = (model or "", offering or "", user or "", workload, card.pk if card else None)
+        quantity = basis_quantity(measures, basis)
         line = lines.get(line_key)
         if line is None:
-            line = lines[line_key] = Line(model or "", offering or "", user or "", workload, card)
-        quantity = basis_quantity(measures, basis)
-        line.quantity += quantity
+            line = lines[line_key] = Line(
+                model or "", offering or "", user or "", workload, card, quantity
+            )
+        else:
+            line.quantity += quantity
         if daily:
             line.days[day] = line.days.get(day, Fraction(0)) + quantity
         line.used_gpu_hours += measures.used_gpu_hours

@@ -1,9 +1,11 @@
 """Reading usage: totals grouped as asked, for what a user may see, and the watermark.
 
 Pages and the API both call `usage_totals`. It reads the daily rollup when the grouping and the
-caller allow (no user, workload or hour; someone who sees every row of the tenants asked for) and
-the hourly records otherwise. One grouped query either way, whatever the number of rows: the
-exact fractions are summed per denominator in SQL and combined in Python.
+caller allow (no user, workload or hour; someone who sees every row of the tenants asked for),
+the per-workload daily rollup when it can (no hour, no single notebook: the same rows a caller
+may see as in the records), and the hourly records otherwise. One grouped query either way,
+whatever the number of rows: the exact fractions are summed over one denominator in SQL and
+combined in Python.
 """
 
 from collections.abc import Sequence
@@ -26,21 +28,25 @@ from portal.metering.models import (
     UsageQuerySet,
     UsageRecord,
     UsageWindow,
+    UsageWorkloadDaily,
 )
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
 GROUPS = ("tenant", "user", "workload", "model", "offering", "day", "hour")
-# Each group as the columns it reads (records, rollup); None: the rollup cannot give it.
-_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
-    "tenant": (("tenant__slug", "namespace"), ("tenant__slug", "namespace")),
-    "user": (("user__username",), None),
-    "workload": (("workload_kind", "workload"), None),
-    "model": (("gpu_model__slug",), ("gpu_model__slug",)),
-    "offering": (("offering__slug",), ("offering__slug",)),
-    "day": (("day",), ("day",)),
-    "hour": (("hour",), None),
+# Each group as the columns it reads; the groups the daily rollup and the per-workload daily
+# rollup can give.
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "tenant": ("tenant__slug", "namespace"),
+    "user": ("user__username",),
+    "workload": ("workload_kind", "workload"),
+    "model": ("gpu_model__slug",),
+    "offering": ("offering__slug",),
+    "day": ("day",),
+    "hour": ("hour",),
 }
+_DAILY_GROUPS = {"tenant", "model", "offering", "day"}
+_WORKLOAD_GROUPS = _DAILY_GROUPS | {"user", "workload"}
 # The names rows carry, per column read.
 _NAMES = {
     "tenant__slug": "tenant",
@@ -135,10 +141,10 @@ class UsageQuery:
             )
 
 
-def _uses_rollup(viewer: User, query: UsageQuery) -> bool:
+def _uses_daily(viewer: User, query: UsageQuery) -> bool:
     if query.user is not None or query.notebook_id is not None:
         return False
-    if any(_COLUMNS[group][1] is None for group in query.group_by):
+    if not _DAILY_GROUPS.issuperset(query.group_by):
         return False
     if sees_everything(viewer):
         return True
@@ -148,25 +154,33 @@ def _uses_rollup(viewer: User, query: UsageQuery) -> bool:
 def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
     """Usage `viewer` may see, grouped by `query.group_by`, in group order. One query."""
     query.check()
-    begin = datetime.combine(query.start, time(), tzinfo=UTC)
-    finish = datetime.combine(query.end + timedelta(days=1), time(), tzinfo=UTC)
     rows: UsageQuerySet[Any]
-    if _uses_rollup(viewer, query):
+    if _uses_daily(viewer, query):
         rows = UsageDaily.objects.visible_to(viewer).filter(
             day__gte=query.start, day__lte=query.end
         )
-        columns = [c for group in query.group_by for c in _COLUMNS[group][1] or ()]
+    elif query.notebook_id is None and _WORKLOAD_GROUPS.issuperset(query.group_by):
+        # The same visibility as the records (their own, and their led tenants').
+        workloads = UsageWorkloadDaily.objects.visible_to(viewer).filter(
+            day__gte=query.start, day__lte=query.end
+        )
+        rows = workloads if query.user is None else workloads.filter(user=query.user)
     else:
-        rows = UsageRecord.objects.visible_to(viewer).filter(hour__gte=begin, hour__lt=finish)
+        begin = datetime.combine(query.start, time(), tzinfo=UTC)
+        finish = datetime.combine(query.end + timedelta(days=1), time(), tzinfo=UTC)
+        records = UsageRecord.objects.visible_to(viewer).filter(hour__gte=begin, hour__lt=finish)
         if query.user is not None:
-            rows = rows.filter(user=query.user)
+            records = records.filter(user=query.user)
         if query.notebook_id is not None:
-            rows = rows.filter(notebook_id=query.notebook_id)
-        columns = [c for group in query.group_by for c in _COLUMNS[group][0]]
-        if "day" in columns:
-            rows = rows.annotate(day=TruncDate("hour", tzinfo=UTC))
+            records = records.filter(notebook_id=query.notebook_id)
+        rows = (
+            records.annotate(day=TruncDate("hour", tzinfo=UTC))
+            if "day" in query.group_by
+            else records
+        )
     if query.tenant is not None:
         rows = rows.filter(tenant=query.tenant)
+    columns = [column for group in query.group_by for column in _COLUMNS[group]]
     totals = {
         key: UsageRow(
             group={_NAMES[column]: value for column, value in zip(columns, key, strict=True)},

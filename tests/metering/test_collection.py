@@ -19,6 +19,8 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest
@@ -404,6 +406,34 @@ def test_usage_totals_per_tenant_and_day_agree_with_the_hours(
         story.notebook.name: Fraction(7, 4),
         f"allocation-{story.mig_allocation.pk}": Fraction(1, 21),
     }
+
+
+def test_usage_by_user_and_workload_is_read_from_the_workload_rollup_as_the_records_have_it(
+    story: Story, admin_user: User, lead: User, developer: User
+) -> None:
+    collect(story, 30)
+    start, end = at(0).date(), at(30).date()
+    begin = datetime.combine(start, datetime.min.time(), tzinfo=UTC)
+    finish = datetime.combine(end + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+
+    for viewer, only in ((admin_user, None), (lead, None), (developer, developer)):
+        for groups in (["user"], ["workload"], ["tenant", "user", "day"], []):
+            with CaptureQueriesContext(connection) as read:
+                rows = usage_totals(viewer, UsageQuery(start, end, groups, user=only))
+            [sql] = [q["sql"] for q in read.captured_queries if "SUM(" in q["sql"]]
+            assert "metering_usagerecord" not in sql, (viewer, groups)
+            # The same totals as the hourly records the viewer may see.
+            records = UsageRecord.objects.visible_to(viewer).filter(
+                hour__gte=begin, hour__lt=finish
+            )
+            if only is not None:
+                records = records.filter(user=only)
+            assert sum(row.requested for row in rows) == gpu_eq_sum(records, name="requested")
+            assert sum(row.reserved for row in rows) == gpu_eq_sum(records, name="reserved")
+    # Grouped by user, each user's own records.
+    for row in usage_totals(admin_user, UsageQuery(start, end, ["user"])):
+        mine = UsageRecord.objects.filter(user__username=row.group["user"])
+        assert row.requested == gpu_eq_sum(mine, name="requested"), row.group
 
 
 def test_pods_taking_turns_on_a_whole_gpu_each_get_their_own_time_and_count_once(
