@@ -16,13 +16,14 @@ Measures (DOMAIN.md, "Usage record"):
   a GPU requested (kube-state-metrics), times the time they ran: Decimal, to the microhour.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 from django.db.models import BigIntegerField, Case, F, Q, Sum, Value, When
 from django.db.models.functions import Mod
@@ -166,8 +167,8 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
         )
         width = len(columns)
         sums: dict[tuple[Any, ...], Measures] = {}
-        for row in grouped.values_list(
-            *columns, "reserved_over", "requested_over", *MEASURES_SUMMED
+        for row in _plain_rows(
+            grouped.values_list(*columns, "reserved_over", "requested_over", *MEASURES_SUMMED)
         ):
             reserved_over, requested_over, reserved, requested, *decimals = row[width:]
             measures = Measures(
@@ -189,6 +190,23 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
                 total.cpu_core_hours = total.cpu_core_hours.quantize(MICRO)
                 total.ram_gib_hours = total.ram_gib_hours.quantize(MICRO)
         return sums
+
+
+def _plain_rows(rows: models.QuerySet[Any, tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
+    """The rows of a `values_list` as the driver gives them on PostgreSQL, where psycopg's
+    ints, Decimals and dates are what Django's per-value converters would give again (some
+    tens of thousands of rows for a month's statements); through those converters elsewhere."""
+    connection = connections[rows.db]
+    if connection.vendor != "postgresql":
+        return rows
+    try:
+        sql, params = rows.query.get_compiler(using=rows.db).as_sql()
+    except EmptyResultSet:  # a filter no row can match (`pk__in=[]`)
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched: list[tuple[Any, ...]] = cursor.fetchall()
+    return fetched
 
 
 class UsageMeasures(models.Model):
@@ -235,21 +253,30 @@ class UsageMeasures(models.Model):
         ]
 
 
-class UsageRecord(UsageMeasures):
-    """One hour x tenant x user x workload x GPU model x offering, in one cluster."""
+class WorkloadUsage(UsageMeasures):
+    """Whose workload the usage was: what the hourly records and the per-workload rollup add
+    to the shared columns."""
 
-    hour = models.DateTimeField()
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.PROTECT,
         null=True,
         blank=True,
         related_name="+",
-        db_index=False,  # the (user, hour) index begins with it
+        db_index=False,  # each table's (user, hour|day) index begins with it
     )
     workload_kind = models.CharField(max_length=16, choices=WorkloadKind.choices)
     # The notebook's name, the pod's name, `allocation-<id>`, or empty when unattributed.
     workload = models.CharField(max_length=253, blank=True)
+
+    class Meta(UsageMeasures.Meta):
+        abstract = True
+
+
+class UsageRecord(WorkloadUsage):
+    """One hour x tenant x user x workload x GPU model x offering, in one cluster."""
+
+    hour = models.DateTimeField()
     notebook = models.ForeignKey(
         "workloads.Notebook",
         on_delete=models.SET_NULL,
@@ -267,7 +294,7 @@ class UsageRecord(UsageMeasures):
         db_constraint=False,
     )
 
-    class Meta(UsageMeasures.Meta):
+    class Meta(WorkloadUsage.Meta):
         ordering = ["hour", "id"]
         indexes = [
             models.Index(fields=["cluster", "hour"]),
@@ -298,7 +325,26 @@ class UsageDaily(UsageMeasures):
         return f"{self.day} {self.namespace}"
 
 
-class UsageWorkloadDaily(UsageMeasures):
+class UsageMonthly(UsageMeasures):
+    """The daily rollup added up per month (`month` its first day): what a range of whole
+    months reads, a year being 12 rows per key where it is 365. Rewritten for the month
+    whenever one of its days is."""
+
+    month = models.DateField()
+
+    class Meta(UsageMeasures.Meta):
+        ordering = ["month", "id"]
+        indexes = [
+            models.Index(fields=["cluster", "month"]),
+            models.Index(fields=["tenant", "month"]),
+            models.Index(fields=["month"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m} {self.namespace}"
+
+
+class UsageWorkloadDaily(WorkloadUsage):
     """The day's usage per workload (cluster x tenant x namespace x user x workload x GPU model
     x offering): the rollup statements are priced from. A statement line is one workload's
     month, so its prices need the workload, which the daily rollup above does not keep; a
@@ -306,18 +352,8 @@ class UsageWorkloadDaily(UsageMeasures):
     in the same transaction."""
 
     day = models.DateField()
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-        db_index=False,  # the (user, day) index begins with it
-    )
-    workload_kind = models.CharField(max_length=16, choices=WorkloadKind.choices)
-    workload = models.CharField(max_length=253, blank=True)
 
-    class Meta(UsageMeasures.Meta):
+    class Meta(WorkloadUsage.Meta):
         ordering = ["day", "id"]
         indexes = [
             models.Index(fields=["cluster", "day"]),
@@ -387,8 +423,10 @@ def _visible_usage[R: UsageRecord | UsageWorkloadDaily](
     return records.filter(models.Q(user=user) | in_tenants_of_user(user, [MemberRole.LEAD]))
 
 
-def _visible_daily(rows: models.QuerySet[UsageDaily], user: User) -> models.QuerySet[UsageDaily]:
-    """The rollup has no user: finance and admins see all, leads their tenants'."""
+def _visible_daily[R: UsageDaily | UsageMonthly](
+    rows: models.QuerySet[R], user: User
+) -> models.QuerySet[R]:
+    """The rollups with no user: finance and admins see all, leads their tenants'."""
     if sees_everything(user):
         return rows
     return rows.filter(tenant__in=tenants_led_by(user))
@@ -396,4 +434,5 @@ def _visible_daily(rows: models.QuerySet[UsageDaily], user: User) -> models.Quer
 
 register_scope(UsageRecord, _visible_usage)
 register_scope(UsageDaily, _visible_daily)
+register_scope(UsageMonthly, _visible_daily)
 register_scope(UsageWorkloadDaily, _visible_usage)

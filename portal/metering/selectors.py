@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils.translation import gettext as _
 
@@ -25,6 +25,7 @@ from portal.metering.models import (
     Measures,
     MeteringState,
     UsageDaily,
+    UsageMonthly,
     UsageQuerySet,
     UsageRecord,
     UsageWindow,
@@ -155,10 +156,21 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
     """Usage `viewer` may see, grouped by `query.group_by`, in group order. One query."""
     query.check()
     rows: UsageQuerySet[Any]
+    months: UsageQuerySet[Any] | None = None
     if _uses_daily(viewer, query):
-        rows = UsageDaily.objects.visible_to(viewer).filter(
-            day__gte=query.start, day__lte=query.end
-        )
+        first, following = _whole_months(query.start, query.end)
+        if "day" in query.group_by or first == following:
+            rows = UsageDaily.objects.visible_to(viewer).filter(
+                day__gte=query.start, day__lte=query.end
+            )
+        else:
+            # The whole months from the monthly rollup, the days either side from the daily.
+            months = UsageMonthly.objects.visible_to(viewer).filter(
+                month__gte=first, month__lt=following
+            )
+            rows = UsageDaily.objects.visible_to(viewer).filter(
+                Q(day__gte=query.start, day__lt=first) | Q(day__gte=following, day__lte=query.end)
+            )
     elif query.notebook_id is None and _WORKLOAD_GROUPS.issuperset(query.group_by):
         # The same visibility as the records (their own, and their led tenants').
         workloads = UsageWorkloadDaily.objects.visible_to(viewer).filter(
@@ -180,15 +192,43 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
         )
     if query.tenant is not None:
         rows = rows.filter(tenant=query.tenant)
+        months = months.filter(tenant=query.tenant) if months is not None else None
     columns = [column for group in query.group_by for column in _COLUMNS[group]]
+    sums = rows.measure_sums(columns)
+    if months is not None:
+        for key, measures in months.measure_sums(columns).items():
+            sums.setdefault(key, Measures()).add(measures)
     totals = {
         key: UsageRow(
             group={_NAMES[column]: value for column, value in zip(columns, key, strict=True)},
             **measures.__dict__,
         )
-        for key, measures in rows.measure_sums(columns).items()
+        for key, measures in sums.items()
     }
     return [totals[key] for key in sorted(totals, key=_sort_key)]
+
+
+def usage_regrouped(rows: list[UsageRow], group_by: Sequence[str]) -> list[UsageRow]:
+    """`rows` (from `usage_totals`) added up again by fewer groups, `group_by` among theirs:
+    the same rows, in the same order, as `usage_totals` grouped that way, without reading the
+    usage again."""
+    names = [_NAMES[column] for group in group_by for column in _COLUMNS[group]]
+    sums: dict[tuple[Any, ...], Measures] = {}
+    for row in rows:
+        sums.setdefault(tuple(row.group[name] for name in names), Measures()).add(row)
+    return [
+        UsageRow(group=dict(zip(names, key, strict=True)), **sums[key].__dict__)
+        for key in sorted(sums, key=_sort_key)
+    ]
+
+
+def _whole_months(start: date, end: date) -> tuple[date, date]:
+    """The first day of the first whole month within `start`..`end` (inclusive) and the first
+    day after the last one; the same day twice when no month is whole."""
+    first = start if start.day == 1 else (start.replace(day=1) + timedelta(days=31)).replace(day=1)
+    after = end + timedelta(days=1)
+    following = after if after.day == 1 else end.replace(day=1)
+    return (first, following) if first < following else (first, first)
 
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[tuple[bool, str], ...]:

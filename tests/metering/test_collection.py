@@ -14,7 +14,7 @@ The story, on cluster gpu-east (namespace prefix t-), from T0 (an hour boundary,
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
@@ -40,13 +40,19 @@ from portal.metering.models import (
     COMMON_DENOMINATOR,
     MeteringState,
     UsageDaily,
+    UsageMonthly,
     UsageRecord,
     UsageWindow,
     UsageWorkloadDaily,
     WindowState,
     WorkloadKind,
 )
-from portal.metering.selectors import UsageQuery, usage_totals, usage_watermarks
+from portal.metering.selectors import (
+    UsageQuery,
+    usage_regrouped,
+    usage_totals,
+    usage_watermarks,
+)
 from portal.metering.services import metrics_source_for
 from portal.workloads.models import Notebook
 from tenants.models import Tenant
@@ -299,6 +305,71 @@ def test_a_rollup_total_the_common_denominator_cannot_hold_keeps_its_lowest_term
     assert (day.requested, day.requested_den) == (Fraction(2, 7), COMMON_DENOMINATOR)
 
 
+def test_the_monthly_rollup_adds_up_each_months_days_and_whole_months_are_read_from_it(
+    tenant_a: Tenant, admin_user: User, lead: User, finance_user: User
+) -> None:
+    cluster = cluster_create(actor=None, name="west")
+    hours = {
+        datetime(2026, 1, 15, 3, tzinfo=UTC): Fraction(1, 7),
+        datetime(2026, 2, 1, 0, tzinfo=UTC): Fraction(2),
+        datetime(2026, 2, 28, 23, tzinfo=UTC): Fraction(1, 3),
+        datetime(2026, 3, 2, 12, tzinfo=UTC): Fraction(5, 4),
+    }
+    for hour, reserved in hours.items():
+        row = UsageRecord(
+            cluster=cluster, hour=hour, tenant=tenant_a, namespace=NAMESPACE,
+            workload_kind="pod", workload="train", used_gpu_hours=Decimal("0.5"),
+        )  # fmt: skip
+        row.reserved = row.requested = reserved
+        row.save()
+    for hour in hours:
+        daily_rollup(cluster, hour.date())
+
+    months = {row.month: row for row in UsageMonthly.objects.filter(cluster=cluster)}
+    assert sorted(months) == [date(2026, 1, 1), date(2026, 2, 1), date(2026, 3, 1)]
+    assert months[date(2026, 2, 1)].reserved == Fraction(7, 3)
+    assert months[date(2026, 2, 1)].used_gpu_hours == Decimal("1.000000")
+    # A day rolled up again rewrites its month; a new hour in it is added once.
+    extra = UsageRecord(
+        cluster=cluster, hour=datetime(2026, 2, 10, 5, tzinfo=UTC), tenant=tenant_a,
+        namespace=NAMESPACE, workload_kind="pod", workload="train",
+    )  # fmt: skip
+    extra.reserved = extra.requested = Fraction(1, 2)
+    extra.save()
+    daily_rollup(cluster, date(2026, 2, 10))
+    daily_rollup(cluster, date(2026, 2, 10))
+    [february] = UsageMonthly.objects.filter(cluster=cluster, month=date(2026, 2, 1))
+    assert february.reserved == Fraction(7, 3) + Fraction(1, 2)
+
+    # Mid-January to early March: February from the monthly rollup, the days either side
+    # from the daily one; the same totals as the hours, for everyone who sees them.
+    for viewer in (admin_user, finance_user, lead):
+        for groups in ([], ["tenant"], ["model", "offering"]):
+            query = UsageQuery(date(2026, 1, 10), date(2026, 3, 5), groups, tenant=tenant_a)
+            with CaptureQueriesContext(connection) as read:
+                rows = usage_totals(viewer, query)
+            sums = [q["sql"] for q in read.captured_queries if "SUM(" in q["sql"]]
+            assert len(sums) == 2
+            assert any("metering_usagemonthly" in sql for sql in sums), (viewer, groups)
+            assert not any("metering_usagerecord" in sql for sql in sums)
+            assert sum(row.reserved for row in rows) == gpu_eq_sum(
+                UsageRecord.objects.filter(cluster=cluster), name="reserved"
+            )
+            assert sum(row.used_gpu_hours for row in rows) == Decimal("2.000000")
+    # Within a month, or grouped by day, only the daily rollup.
+    for query in (
+        UsageQuery(date(2026, 2, 2), date(2026, 2, 27)),
+        UsageQuery(date(2026, 1, 1), date(2026, 3, 31), ["day"]),
+    ):
+        with CaptureQueriesContext(connection) as read:
+            rows = usage_totals(admin_user, query)
+        [sql] = [q["sql"] for q in read.captured_queries if "SUM(" in q["sql"]]
+        assert "metering_usagedaily" in sql
+    assert sum(row.reserved for row in rows) == Fraction(7, 3) + Fraction(1, 2) + Fraction(
+        1, 7
+    ) + Fraction(5, 4)
+
+
 def test_a_window_collected_twice_leaves_the_same_rows(story: Story) -> None:
     collect(story, 2)
     source = metrics_source_for(story.cluster)
@@ -406,6 +477,15 @@ def test_usage_totals_per_tenant_and_day_agree_with_the_hours(
         story.notebook.name: Fraction(7, 4),
         f"allocation-{story.mig_allocation.pk}": Fraction(1, 21),
     }
+    # Rows added up again by fewer groups are the rows read grouped that way.
+    period = (day, day + timedelta(days=1))
+    by_tenant_and_model = usage_totals(admin_user, UsageQuery(*period, ["tenant", "model"]))
+    for groups in (["model"], ["tenant"], []):
+        again = usage_regrouped(by_tenant_and_model, groups)
+        assert [row.as_dict() for row in again] == [
+            row.as_dict() for row in usage_totals(admin_user, UsageQuery(*period, groups))
+        ], groups
+    assert len(usage_regrouped(by_tenant_and_model, ["tenant"])) == 2
 
 
 def test_usage_by_user_and_workload_is_read_from_the_workload_rollup_as_the_records_have_it(
