@@ -265,30 +265,59 @@ def month_priced(
     ).annotate(
         since=F("day") if daily else _stretches(first, rates.changes_within(first, following))
     )
+    # Grouped by the offering's id, not its name (a narrower sort key); its name comes with
+    # its backend.
     sums = rows.measure_sums(
         [
             "tenant_id",
             "gpu_model_id",
             "gpu_model__name",
             "offering_id",
-            "offering__name",
             "user__username",
             "workload",
             "since",
         ]
     )
-    backends = dict(
-        Offering.objects.filter(pk__in={key[3] for key in sums if key[3] is not None}).values_list(
-            "pk", "backend_id"
+    offerings = {
+        pk: (name, backend_id)
+        for pk, name, backend_id in Offering.objects.filter(
+            pk__in={key[3] for key in sums} - {None}
         )
-    )
+        .order_by()
+        .values_list("pk", "name", "backend_id")
+    }
+    named = [
+        (
+            (
+                tenant_id,
+                model_id,
+                model,
+                offering_id,
+                offerings[offering_id][0] if offering_id is not None else None,
+                user,
+                workload,
+                since,
+            ),
+            measures,
+        )
+        for (
+            tenant_id,
+            model_id,
+            model,
+            offering_id,
+            user,
+            workload,
+            since,
+        ), measures in sums.items()
+    ]
     per_tenant: dict[int, dict[tuple[Any, ...], Line]] = {pk: {} for pk in by_id}
     # The same order as one tenant priced alone: lines keep their positions.
     for (tenant_id, *key), measures in sorted(
-        sums.items(), key=lambda item: (item[0][0], *map(str, item[0][1:]))
+        named, key=lambda item: (item[0][0], *map(str, item[0][1:]))
     ):
         model_id, model, offering_id, offering, user, workload, day = key
-        card = rates.rate_for(model_id, backends.get(offering_id), day)
+        backend_id = offerings[offering_id][1] if offering_id is not None else None
+        card = rates.rate_for(model_id, backend_id, day)
         lines = per_tenant[tenant_id]
         line_key = (model or "", offering or "", user or "", workload, card.pk if card else None)
         quantity = basis_quantity(measures, basis)

@@ -6,12 +6,13 @@ chart, handed to static/js/usage-charts.js through `json_script` (the same rows 
 chart, its table and the download cannot disagree. No inline script: the site's CSP forbids it.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
-from typing import Any
+from functools import cached_property
+from typing import Any, overload
 
 from django import forms
 from django.contrib import messages
@@ -40,6 +41,7 @@ from portal.metering.selectors import (
     UsageQuery,
     UsageQueryError,
     UsageRow,
+    usage_regrouped,
     usage_totals,
     usage_watermarks,
 )
@@ -66,19 +68,42 @@ class Chart:
     split: str = ""
 
 
+class Formatted[T](Sequence[list[str]]):
+    """`items` as table rows, each formatted by `cells` when it is read: a page shows the
+    first PAGE_ROWS of a table (every tenant's usage is thousands of rows), its CSV all."""
+
+    def __init__(self, items: Sequence[T], cells: Callable[[T], list[str]]) -> None:
+        self.items, self.cells = items, cells
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> list[str]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[list[str]]: ...
+    def __getitem__(self, index: int | slice) -> list[str] | list[list[str]]:
+        if isinstance(index, slice):
+            return [self.cells(item) for item in self.items[index]]
+        return self.cells(self.items[index])
+
+    def __iter__(self) -> Iterator[list[str]]:
+        return map(self.cells, self.items)
+
+
 @dataclass
 class Table:
     name: str
     title: str
     columns: list[tuple[str, str]]  # (key, label)
-    rows: list[list[str]] = field(default_factory=list)
+    rows: Sequence[list[str]] = field(default_factory=list)
     chart: Chart | None = None
     note: str = ""
 
-    @property
+    @cached_property
     def shown(self) -> list[list[str]]:
         """The rows the page shows (and charts): the first PAGE_ROWS."""
-        return self.rows[:PAGE_ROWS]
+        return list(self.rows[:PAGE_ROWS])
 
     @property
     def cut(self) -> bool:
@@ -288,14 +313,14 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponseBase:
                 ("workload", _("Notebook or allocation")),
                 *measure_columns(workload_measures),
             ],
-            [
-                [
+            Formatted(
+                per_workload,
+                lambda row: [
                     row.group["workload_kind"],
                     label_of(row.group["workload"]),
                     *measure_cells(row, workload_measures),
-                ]
-                for row in per_workload
-            ],
+                ],
+            ),
         ),
     ]
     led = list(tenants_led_by(user).order_by("slug").values_list("slug", "name"))
@@ -362,26 +387,26 @@ def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBa
             "members",
             _("Per member"),
             [("user", _("Member")), *measure_columns(measures)],
-            [
-                [
+            Formatted(
+                per_user,
+                lambda row: [
                     label_of(row.group["user"], _("(pods not started by the portal)")),
                     *measure_cells(row, measures),
-                ]
-                for row in per_user
-            ],
+                ],
+            ),
         ),
         Table(
             "workloads",
             _("Per workload"),
             [("kind", _("Kind")), ("workload", _("Workload")), *measure_columns(measures)],
-            [
-                [
+            Formatted(
+                per_workload,
+                lambda row: [
                     row.group["workload_kind"],
                     label_of(row.group["workload"]),
                     *measure_cells(row, measures),
-                ]
-                for row in per_workload
-            ],
+                ],
+            ),
         ),
     ]
     return usage_page(
@@ -468,7 +493,7 @@ def all_usage(request: AuthenticatedHttpRequest) -> HttpResponseBase:
     period = period_of(request)
     measures = ("reserved", "requested", "used", "memory", "utilisation")
     per_tenant = totals(request, period, group_by=("tenant", "model"))
-    per_model = totals(request, period, group_by=("model",))
+    per_model = usage_regrouped(per_tenant, ("model",))
     per_day = totals(request, period, group_by=("day",))
     pools: dict[str, list[str]] = {}
     for cluster, name, model in GpuPool.objects.order_by("cluster", "name").values_list(
@@ -488,11 +513,14 @@ def all_usage(request: AuthenticatedHttpRequest) -> HttpResponseBase:
             "tenants",
             _("Per tenant and GPU model"),
             [("tenant", _("Tenant")), ("model", _("GPU model")), *measure_columns(measures)],
-            [
-                [row.group["tenant"], label_of(row.group["model"]), *measure_cells(row, measures)]
-                for row in per_tenant
-                if row.group["tenant"] is not None
-            ],
+            Formatted(
+                [row for row in per_tenant if row.group["tenant"] is not None],
+                lambda row: [
+                    row.group["tenant"],
+                    label_of(row.group["model"]),
+                    *measure_cells(row, measures),
+                ],
+            ),
         ),
         Table(
             "models",
@@ -563,9 +591,11 @@ def health_table(period: Period) -> Table:
         .values_list("cluster__name", "node", "gpu_uuid", "model_name", "last_xid", "hour")
     )[:HEALTH_ROWS]
     seen = set()
+    rows = []
     for cluster, node, gpu, model, xid, hour in reports:
         if (cluster, node, gpu) in seen:
             continue
         seen.add((cluster, node, gpu))
-        table.rows.append([cluster, node, gpu, model, str(xid), f"{hour:%Y-%m-%d %H:00}"])
+        rows.append([cluster, node, gpu, model, str(xid), f"{hour:%Y-%m-%d %H:00}"])
+    table.rows = rows
     return table
