@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, Sum, Value
+from django.db.models import Case, DateField, F, Q, Sum, Value, When
 from django.utils import timezone
 
 from portal.allocations.models import GpuRequest
@@ -343,17 +343,28 @@ def daily_rollup(cluster: Cluster, day: date) -> None:
     monthly_rollup(cluster, day.replace(day=1))
 
 
+# The largest daily numerator 31 of which surely add up within a bigint.
+MONTH_SUMMABLE = BIGINT_MAX // 31
+
+
 def monthly_rollup(cluster: Cluster, month: date) -> None:
     """Rewrite `cluster`'s monthly rollup rows of `month` (its first day) from the month's
     daily rollup, in the database (`INSERT … SELECT`): a row per key and denominator, the
     numerators summed over the same denominator (exact; the daily rows are over
     COMMON_DENOMINATOR wherever that holds them). A month of a cluster of 10,000 GPUs is
-    some 55,000 daily rows into 12,000 monthly ones."""
+    some 55,000 daily rows into 12,000 monthly ones. A day whose numerator is so large that
+    31 of them might not fit a bigint keeps a monthly row of its own (`apart`)."""
     following = (month + timedelta(days=31)).replace(day=1)
+    large = Q(reserved_num__gt=MONTH_SUMMABLE) | Q(requested_num__gt=MONTH_SUMMABLE)
     days = (
         UsageDaily.objects.filter(cluster=cluster, day__gte=month, day__lt=following)
         .order_by()
-        .values(*ROLLUP_WHERE, "reserved_den", "requested_den")
+        .values(
+            *ROLLUP_WHERE,
+            "reserved_den",
+            "requested_den",
+            apart=Case(When(large, then=F("day")), default=None, output_field=DateField()),
+        )
         .annotate(
             in_cluster=Value(cluster.pk),
             in_month=Value(month),

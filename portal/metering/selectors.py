@@ -2,9 +2,10 @@
 
 Pages and the API both call `usage_totals`. It reads the daily rollup when the grouping and the
 caller allow (no user, workload or hour; someone who sees every row of the tenants asked for),
+its whole months from the monthly rollup unless grouped by day,
 the per-workload daily rollup when it can (no hour, no single notebook: the same rows a caller
-may see as in the records), and the hourly records otherwise. One grouped query either way,
-whatever the number of rows: the exact fractions are summed over one denominator in SQL and
+may see as in the records), and the hourly records otherwise. One grouped query (two with whole
+months), whatever the number of rows: the exact fractions are summed over one denominator in SQL and
 combined in Python.
 """
 
@@ -153,7 +154,8 @@ def _uses_daily(viewer: User, query: UsageQuery) -> bool:
 
 
 def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
-    """Usage `viewer` may see, grouped by `query.group_by`, in group order. One query."""
+    """Usage `viewer` may see, grouped by `query.group_by`, in group order. One query (two
+    where whole months come from the monthly rollup)."""
     query.check()
     rows: UsageQuerySet[Any]
     months: UsageQuerySet[Any] | None = None

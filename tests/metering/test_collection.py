@@ -29,6 +29,7 @@ from portal.catalog.models import GpuModel, Offering, SharingBackend
 from portal.catalog.services import gpu_pool_create
 from portal.cluster.models import Cluster
 from portal.cluster.services import cluster_create
+from portal.core.validators import BIGINT_MAX
 from portal.metering.collection import (
     daily_rollup,
     hour_floor,
@@ -368,6 +369,31 @@ def test_the_monthly_rollup_adds_up_each_months_days_and_whole_months_are_read_f
     assert sum(row.reserved for row in rows) == Fraction(7, 3) + Fraction(1, 2) + Fraction(
         1, 7
     ) + Fraction(5, 4)
+
+
+def test_days_too_large_to_add_up_in_a_bigint_keep_monthly_rows_of_their_own(
+    tenant_a: Tenant, admin_user: User
+) -> None:
+    cluster = cluster_create(actor=None, name="west")
+    # In lowest terms over 143 (no multiple of COMMON_DENOMINATOR): two days' numerators
+    # add up beyond a bigint.
+    huge = Fraction(BIGINT_MAX // 2 + 1, 143)
+    assert huge.denominator == 143
+    days = (date(2026, 2, 3), date(2026, 2, 4))
+    for day in days:
+        row = UsageRecord(
+            cluster=cluster, hour=datetime(day.year, day.month, day.day, tzinfo=UTC),
+            tenant=tenant_a, namespace=NAMESPACE, workload_kind="pod", workload="big",
+        )  # fmt: skip
+        row.reserved, row.requested = huge, Fraction(1, 7)
+        row.save()
+        daily_rollup(cluster, day)
+
+    february = UsageMonthly.objects.filter(cluster=cluster, month=date(2026, 2, 1))
+    assert [row.reserved for row in february] == [huge, huge]
+    assert sum(row.requested for row in february) == Fraction(2, 7)
+    [total] = usage_totals(admin_user, UsageQuery(date(2026, 2, 1), date(2026, 2, 28)))
+    assert (total.reserved, total.requested) == (2 * huge, Fraction(2, 7))
 
 
 def test_a_window_collected_twice_leaves_the_same_rows(story: Story) -> None:

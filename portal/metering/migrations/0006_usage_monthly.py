@@ -2,9 +2,10 @@
 
 import django.db.models.deletion
 from django.db import migrations, models
-from django.db.models import Sum
+from django.db.models import Case, DateField, F, Q, Sum, When
 from django.db.models.functions import TruncMonth
 
+MONTH_SUMMABLE = 9_223_372_036_854_775_807 // 31
 GROUP = (
     "cluster_id",
     "tenant_id",
@@ -24,11 +25,17 @@ def backfill(apps, schema_editor):
     alias = schema_editor.connection.alias
     UsageDaily = apps.get_model("metering", "UsageDaily")
     UsageMonthly = apps.get_model("metering", "UsageMonthly")
+    # A day whose numerator is so large that 31 of them might not fit a bigint keeps a row
+    # of its own.
+    large = Q(reserved_num__gt=MONTH_SUMMABLE) | Q(requested_num__gt=MONTH_SUMMABLE)
     grouped = (
         UsageDaily.objects.using(alias)
         .order_by()
-        .annotate(month=TruncMonth("day"))
-        .values(*GROUP)
+        .annotate(
+            month=TruncMonth("day"),
+            apart=Case(When(large, then=F("day")), default=None, output_field=DateField()),
+        )
+        .values(*GROUP, "apart")
         .annotate(
             reserved_num=Sum("reserved_num"),
             requested_num=Sum("requested_num"),
@@ -40,6 +47,7 @@ def backfill(apps, schema_editor):
     )
     batch = []
     for row in grouped.iterator(chunk_size=2000):
+        del row["apart"]
         batch.append(UsageMonthly(**row))
         if len(batch) == 2000:
             UsageMonthly.objects.using(alias).bulk_create(batch)
