@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
 from typing import Any
@@ -70,11 +70,13 @@ def month_bounds(month: date) -> tuple[datetime, datetime]:
 
 
 def price(quantity: Fraction, rate: Decimal) -> Decimal:
-    """quantity x rate, rounded once, half up, to the cent."""
-    with localcontext() as context:
-        context.prec = 50
-        exact = Decimal(quantity.numerator) * rate / Decimal(quantity.denominator)
-        return exact.quantize(CENT, rounding=ROUND_HALF_UP)
+    """quantity x rate, rounded once, half up (away from zero), to the cent: in integers, so
+    exactly whatever the digits (a month's close prices some 40,000 lines)."""
+    rate_numerator, rate_denominator = rate.as_integer_ratio()
+    hundredths = quantity.numerator * rate_numerator * 100
+    over = quantity.denominator * rate_denominator
+    cents = (2 * abs(hundredths) + over) // (2 * over)
+    return Decimal(-cents if hundredths < 0 else cents).scaleb(-2)
 
 
 def _effective_from(card: RateCard) -> date:
