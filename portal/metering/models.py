@@ -16,14 +16,13 @@ Measures (DOMAIN.md, "Usage record"):
   a GPU requested (kube-state-metrics), times the time they ran: Decimal, to the microhour.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 from django.db.models import BigIntegerField, Case, F, Q, Sum, Value, When
 from django.db.models.functions import Mod
@@ -32,6 +31,7 @@ from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.core.bulk import plain_rows
 from portal.core.validators import BIGINT_MAX
 from portal.core.visibility import VisibleQuerySet, register_scope
 from tenants.access import in_tenants_of_user, sees_everything, tenants_led_by
@@ -167,7 +167,7 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
         )
         width = len(columns)
         sums: dict[tuple[Any, ...], Measures] = {}
-        for row in _plain_rows(
+        for row in plain_rows(
             grouped.values_list(*columns, "reserved_over", "requested_over", *MEASURES_SUMMED)
         ):
             reserved_over, requested_over, reserved, requested, *decimals = row[width:]
@@ -190,23 +190,6 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
                 total.cpu_core_hours = total.cpu_core_hours.quantize(MICRO)
                 total.ram_gib_hours = total.ram_gib_hours.quantize(MICRO)
         return sums
-
-
-def _plain_rows(rows: models.QuerySet[Any, tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
-    """The rows of a `values_list` as the driver gives them on PostgreSQL, where psycopg's
-    ints, Decimals and dates are what Django's per-value converters would give again (some
-    tens of thousands of rows for a month's statements); through those converters elsewhere."""
-    connection = connections[rows.db]
-    if connection.vendor != "postgresql":
-        return rows
-    try:
-        sql, params = rows.query.get_compiler(using=rows.db).as_sql()
-    except EmptyResultSet:  # a filter no row can match (`pk__in=[]`)
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        fetched: list[tuple[Any, ...]] = cursor.fetchall()
-    return fetched
 
 
 class UsageMeasures(models.Model):
