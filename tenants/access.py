@@ -114,7 +114,9 @@ def _roles_by_tenant(user: User) -> dict[int, str]:
         roles: dict[int, str] = cached[1]
         return roles
     generation = _membership_generation
-    roles = dict(Membership.objects.filter(user=user).values_list("tenant_id", "role"))
+    # Unordered: the model's ordering (tenant slug, username) would join both tables for nothing.
+    rows = Membership.objects.filter(user=user).order_by().values_list("tenant_id", "role")
+    roles = dict(rows)
     user.__dict__["_portal_roles_by_tenant"] = (generation, roles)
     return roles
 

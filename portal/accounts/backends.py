@@ -19,7 +19,9 @@ class SsoBackend(BaseBackend):
         return None
 
     def get_user(self, user_id: Any) -> User | None:
-        return User.objects.filter(pk=user_id, is_active=True).first()
+        # Every signed-in request reads its user: by primary key, so unordered.
+        found = list(User.objects.filter(pk=user_id, is_active=True)[:1])
+        return found[0] if found else None
 
 
 class PasswordBackend(ModelBackend):

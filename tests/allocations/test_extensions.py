@@ -14,7 +14,11 @@ from portal.allocations.models import (
     GpuRequestExtension,
     RequestState,
 )
-from portal.allocations.selectors import pending_approvals_count
+from portal.allocations.selectors import (
+    approvals_queue_for,
+    extensions_queue_for,
+    pending_approvals_count,
+)
 from portal.allocations.services import (
     allocations_expire,
     gpu_request_extend,
@@ -305,6 +309,16 @@ def test_pending_approvals_count_is_what_the_user_may_decide(
     assert pending_approvals_count(admin_user) == 3
     assert pending_approvals_count(developer) == 0
     assert pending_approvals_count(outsider) == 0
+    # The count reads no visibility filter; it agrees with the queues the Approvals page lists.
+    for user in (lead, second_lead, admin_user, developer, outsider):
+        others = approvals_queue_for(user)
+        others_extensions = extensions_queue_for(user)
+        if not user.is_portal_admin:
+            others = others.exclude(requester=user)
+            others_extensions = others_extensions.exclude(requested_by=user).exclude(
+                request__requester=user
+            )
+        assert pending_approvals_count(user) == others.count() + others_extensions.count()
 
 
 def test_pending_approvals_count_takes_at_most_two_queries_with_the_leads_tenants(
