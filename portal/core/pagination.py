@@ -49,7 +49,9 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
         objects = self.object_list
         if not isinstance(objects, QuerySet):
             return len(objects)
-        counted: int = objects[: COUNT_LIMIT + 1].count()
+        # Unordered: how many of the first COUNT_LIMIT + 1 rows there are does not depend on
+        # the order, and a visibility filter's OR would have its matches sorted to be counted.
+        counted: int = objects.order_by()[: COUNT_LIMIT + 1].count()
         return counted
 
     @cached_property
