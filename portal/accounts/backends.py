@@ -19,9 +19,11 @@ class SsoBackend(BaseBackend):
         return None
 
     def get_user(self, user_id: Any) -> User | None:
-        # Every signed-in request reads its user: by primary key, so unordered.
-        found = list(User.objects.filter(pk=user_id, is_active=True)[:1])
-        return found[0] if found else None
+        # Every signed-in request reads its user: `get` by primary key, no `first()` sort.
+        try:
+            return User.objects.get(pk=user_id, is_active=True)
+        except User.DoesNotExist:
+            return None
 
 
 class PasswordBackend(ModelBackend):

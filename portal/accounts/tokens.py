@@ -209,12 +209,11 @@ def api_token_authenticate(text: str) -> ApiToken:
     Raises AuthenticationFailed (401) saying whether the token was revoked or expired, or
     generically when it is unknown or its user is inactive.
     """
-    # The digest is unique: no ordering (`first()` would sort) on every API call.
-    rows = ApiToken.objects.select_related("user").filter(digest=_digest(text)).order_by()
-    found = list(rows[:1])
-    token = found[0] if found else None
-    if token is None:
-        raise AuthenticationFailed(_("Unknown or invalid token."))
+    # `get`, not `first()`: the digest is unique, and `first()` would sort on every API call.
+    try:
+        token = ApiToken.objects.select_related("user").get(digest=_digest(text))
+    except ApiToken.DoesNotExist:
+        raise AuthenticationFailed(_("Unknown or invalid token.")) from None
     if token.revoked_at is not None:
         raise AuthenticationFailed(_("This API token was revoked."))
     now = timezone.now()
