@@ -166,9 +166,15 @@ def gpu_request_for(user: User, pk: int) -> GpuRequest:
     return get_visible_or_404(_requests(), user, pk=pk)
 
 
+# The queues below are narrowed to the tenants a lead leads, without the visibility filter
+# (own OR led tenants): inside the led tenants it adds nothing, since a lead sees every request
+# there (`_visible_gpu_requests`), and composing it cost more than the navigation's count of
+# the queues (`pending_approvals_count`, on every page). Admins see and decide everything.
+
+
 def approvals_queue_for(user: User) -> QuerySet[GpuRequest]:
     """Pending requests a lead (or admin) may decide, oldest first."""
-    pending = gpu_requests_for(user).filter(state="pending").order_by("created_at", "id")
+    pending = _requests().filter(state=RequestState.PENDING).order_by("created_at", "id")
     if user.is_portal_admin:
         return pending
     return pending.filter(in_tenants_of_user(user, [MemberRole.LEAD]))
@@ -193,7 +199,7 @@ def extension_for(user: User, pk: int) -> GpuRequestExtension:
 def extensions_queue_for(user: User) -> QuerySet[GpuRequestExtension]:
     """Pending extensions in the tenants a lead leads (every tenant's for an admin), oldest
     first; a lead's own are listed too (another lead or an admin decides them)."""
-    pending = extensions_for(user).filter(state=ExtensionState.PENDING)
+    pending = _extensions().filter(state=ExtensionState.PENDING)
     if not user.is_portal_admin:
         pending = pending.filter(
             in_tenants_of_user(user, [MemberRole.LEAD], path="request__tenant")
@@ -210,22 +216,16 @@ def pending_extensions_by_request(requests: list[GpuRequest]) -> dict[int, GpuRe
 
 
 def pending_approvals_count(user: User) -> int:
-    """How many requests and extensions wait for `user`'s decision: in the tenants they lead
-    (all tenants for an admin), leaving out a lead's own, which another lead decides. The
-    queues above, counted: one query (none for someone who leads nothing), read on every page
-    the navigation shows. The queues' visibility filter is left out here because it adds
-    nothing: a lead sees every request of a tenant they lead (`_visible_gpu_requests`), and
-    building it into the query cost more than the count (tests/allocations check both agree)."""
-    requests = GpuRequest.objects.filter(state=RequestState.PENDING)
-    extensions = GpuRequestExtension.objects.filter(state=ExtensionState.PENDING)
+    """How many requests and extensions wait for `user`'s decision: the queues above, leaving
+    out a lead's own, which another lead decides. One query (with the user's tenants, read
+    once per request, for a lead); none for someone who leads nothing."""
+    if not user.is_portal_admin and not tenant_ids_of(user, [MemberRole.LEAD]):
+        return 0
+    requests = approvals_queue_for(user)
+    extensions = extensions_queue_for(user)
     if not user.is_portal_admin:
-        led = tenant_ids_of(user, [MemberRole.LEAD])
-        if not led:
-            return 0
-        requests = requests.filter(tenant_id__in=led).exclude(requester=user)
-        extensions = extensions.filter(request__tenant_id__in=led).exclude(
-            Q(requested_by=user) | Q(request__requester=user)
-        )
+        requests = requests.exclude(requester=user)
+        extensions = extensions.exclude(Q(requested_by=user) | Q(request__requester=user))
     waiting = requests.order_by().values("pk").union(extensions.order_by().values("pk"), all=True)
     return waiting.count()
 

@@ -16,7 +16,9 @@ from portal.allocations.models import (
 )
 from portal.allocations.selectors import (
     approvals_queue_for,
+    extensions_for,
     extensions_queue_for,
+    gpu_requests_for,
     pending_approvals_count,
 )
 from portal.allocations.services import (
@@ -37,6 +39,7 @@ from portal.core.errors import (
     ValidationFailed,
 )
 from portal.core.models import AuditEvent
+from tenants.access import tenants_led_by
 from tenants.models import MemberRole, Tenant
 from tenants.services import membership_set, quota_set, tenant_update
 from tests.conftest import _person
@@ -309,16 +312,19 @@ def test_pending_approvals_count_is_what_the_user_may_decide(
     assert pending_approvals_count(admin_user) == 3
     assert pending_approvals_count(developer) == 0
     assert pending_approvals_count(outsider) == 0
-    # The count reads no visibility filter; it agrees with the queues the Approvals page lists.
+    # The queues (and so the count) leave the visibility filter out: they are what each user
+    # may see, pending, in the tenants they lead (every tenant for an admin).
     for user in (lead, second_lead, admin_user, developer, outsider):
-        others = approvals_queue_for(user)
-        others_extensions = extensions_queue_for(user)
-        if not user.is_portal_admin:
-            others = others.exclude(requester=user)
-            others_extensions = others_extensions.exclude(requested_by=user).exclude(
-                request__requester=user
-            )
-        assert pending_approvals_count(user) == others.count() + others_extensions.count()
+        everywhere = user.is_portal_admin
+        led = Tenant.objects.all() if everywhere else tenants_led_by(user)
+        visible = gpu_requests_for(user).filter(state=RequestState.PENDING, tenant__in=led)
+        assert {row.pk for row in approvals_queue_for(user)} == {row.pk for row in visible}
+        visible_extensions = extensions_for(user).filter(
+            state=ExtensionState.PENDING, request__tenant__in=led
+        )
+        assert {row.pk for row in extensions_queue_for(user)} == {
+            row.pk for row in visible_extensions
+        }
 
 
 def test_pending_approvals_count_takes_at_most_two_queries_with_the_leads_tenants(
