@@ -12,7 +12,7 @@ PermissionDenied (403).
 from collections.abc import Callable
 from enum import Enum
 
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.signals import post_delete, post_save
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
@@ -59,9 +59,15 @@ RULES: dict[Access, tuple[Callable[[User, MemberRole | None], bool], str | Promi
 }
 
 
+def _memberships_of(user: User) -> QuerySet[Membership]:
+    # Unordered: the model's ordering (tenant slug, username) would join both tables to sort
+    # the one row a user has in a tenant.
+    return Membership.objects.filter(user=user).order_by()
+
+
 def role_in(user: User, tenant: Tenant) -> MemberRole | None:
-    membership = Membership.objects.filter(user=user, tenant=tenant).only("role").first()
-    return MemberRole(membership.role) if membership else None
+    role = _memberships_of(user).filter(tenant=tenant).values_list("role", flat=True).first()
+    return MemberRole(role) if role else None
 
 
 def allows(user: User, tenant: Tenant, access: Access, *, role: MemberRole | None = None) -> bool:
@@ -175,8 +181,14 @@ def tenant_for(user: User, slug: str, access: Access = Access.VIEW) -> Tenant:
     Raises NotFound when the user may not see it, PermissionDenied when they see it but
     may not do `access`.
     """
-    tenant = get_visible_or_404(Tenant, user, slug=slug)
-    if access is not Access.VIEW and not allows(user, tenant, access, role=role_in(user, tenant)):
+    if access is Access.VIEW:
+        return get_visible_or_404(Tenant, user, slug=slug)
+    # The caller's role read with the tenant, in the same query.
+    role_there = _memberships_of(user).filter(tenant=OuterRef("pk")).values("role")[:1]
+    tenants = Tenant.objects.annotate(caller_role=Subquery(role_there))
+    tenant = get_visible_or_404(tenants, user, slug=slug)
+    role = MemberRole(tenant.caller_role) if tenant.caller_role else None  # type: ignore[attr-defined]
+    if not allows(user, tenant, access, role=role):
         raise PermissionDenied(str(RULES[access][1]))
     return tenant
 

@@ -97,20 +97,22 @@ def gpu_request_submit(
         tenant=tenant, offering=offering, count=count, duration_hours=hours, purpose=purpose
     )
     requested = offering.gpu_eq * count
+    # What does not depend on the quota is read before its row is locked: decisions of the same
+    # tenant and model wait for each other only as long as they must.
+    unserved = unserved_reason(offering)
     check = _locked_quota_check(tenant, offering, requested)
     now = timezone.now()
     gpu_request = GpuRequest(
         tenant=tenant,
         requester=actor,
         offering=offering,
-        gpu_model_id=offering.gpu_model_id,
+        gpu_model=offering.gpu_model,
         count=count,
         duration_hours=hours,
         purpose=purpose,
         justification=justification.strip(),
     )
     gpu_request.gpu_eq = requested
-    unserved = unserved_reason(offering)
     path = request_path(tenant=tenant, check=check, duration_hours=hours, served=not unserved)
     held = budget_hold(tenant, path)
     if held:

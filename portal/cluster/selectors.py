@@ -8,9 +8,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import (
+    IntegerField,
     Prefetch,
     Q,
     QuerySet,
+    Value,
 )
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -261,16 +263,22 @@ def offerings_served(offerings: Iterable[Offering]) -> set[int]:
     has a GPU pool of its model and backend, or describes no pools at all (it then hosts every
     offering, as `bundle_inputs` places quota). With no enabled cluster nothing is provisioned
     yet, and every offering is taken as served: registering the first cluster provisions every
-    tenant. Two queries whatever the number of offerings."""
+    tenant. One query whatever the number of offerings: each enabled cluster's name (a row
+    without a model and backend) and its pools."""
     offerings = list(offerings)
-    clusters = list(Cluster.objects.filter(enabled=True).values_list("name", flat=True))
-    if not clusters:
-        return {offering.pk for offering in offerings}
-    pools: dict[str, set[tuple[int, int]]] = {name: set() for name in clusters}
-    for cluster, model, backend in GpuPool.objects.filter(cluster__in=clusters).values_list(
-        "cluster", "gpu_model_id", "backend_id"
+    enabled = Cluster.objects.filter(enabled=True).order_by()
+    no_pool = Value(None, output_field=IntegerField())
+    clusters = enabled.values_list("name", no_pool, no_pool)
+    of_clusters = GpuPool.objects.filter(cluster__in=enabled.values("name")).order_by()
+    pools: dict[str, set[tuple[int, int]]] = {}
+    for cluster, model, backend in clusters.union(
+        of_clusters.values_list("cluster", "gpu_model_id", "backend_id"), all=True
     ):
-        pools[cluster].add((model, backend))
+        described = pools.setdefault(cluster, set())
+        if model is not None:
+            described.add((model, backend))
+    if not pools:
+        return {offering.pk for offering in offerings}
     return {
         offering.pk
         for offering in offerings

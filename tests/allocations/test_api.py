@@ -7,6 +7,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from portal.allocations.models import GpuRequest
+from portal.catalog.services import gpu_pool_create
+from portal.cluster.models import ProvisioningRun
+from portal.cluster.services import cluster_create
 from portal.core.models import AuditEvent
 
 
@@ -31,6 +34,35 @@ def test_post_answers_with_the_decision(client_for, developer, a100_tenant) -> N
     assert refused.json()["error"]["code"] == "quota_exceeded"
     assert "requested 20 GPU-eq, 9 of 10 remaining" in refused.json()["error"]["message"]
     assert refused.json()["request"]["state"] == "rejected"
+
+
+@pytest.mark.parametrize("pools", [False, True], ids=["cluster-without-pools", "a-pool-of-a100s"])
+def test_a_decision_runs_a_fixed_number_of_queries(
+    client_for, developer, admin_user, a100_tenant, catalog, pools, django_assert_max_num_queries
+) -> None:
+    """An approval queues provisioning in a dry-run cluster. Each decision: the session and
+    the user, the tenant with the caller's role, the offering, whether a pool serves it, the
+    quota row locked and what it holds, the budget, the request and its audit event, the
+    provisioning run joined (cluster, run, link), and the transaction."""
+    cluster_create(actor=admin_user, name="lab")
+    if pools:
+        whole = catalog["a100-80gb-whole"]
+        gpu_pool_create(
+            actor=admin_user, cluster="lab", name="a100", gpu_model=whole.gpu_model,
+            backend=whole.backend, node_count=1,
+        )  # fmt: skip
+    client = client_for(developer)
+    ask(client)  # the first run of the tenant is created; later approvals join it
+
+    with django_assert_max_num_queries(15):
+        approved = ask(client)
+    with django_assert_max_num_queries(11):
+        refused = ask(client, count=20)
+
+    assert approved.status_code == 201
+    assert approved.json()["gpu_model"] == "a100-80gb"
+    assert refused.status_code == 409
+    assert ProvisioningRun.objects.get().gpu_requests.count() == 2
 
 
 def test_the_list_reads_only_what_it_shows_of_the_users_and_tenants_it_joins(

@@ -161,7 +161,7 @@ def test_the_preview_answers_in_bounded_queries(
 ) -> None:
     client = client_for(developer)
 
-    with django_assert_max_num_queries(11):  # one of them: whether a GPU pool serves it
+    with django_assert_max_num_queries(10):  # one of them: whether a GPU pool serves it
         answer = client.post(PREVIEW_API, body(count=2), content_type="application/json")
 
     assert answer.status_code == 200
