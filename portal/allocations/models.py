@@ -102,6 +102,14 @@ class GpuRequest(models.Model):
             models.Index(fields=["-created_at", "-id"], name="gpurequest_newest"),
             models.Index(fields=["requester", "-created_at", "-id"], name="gpurequest_own_newest"),
             models.Index(fields=["tenant", "-created_at", "-id"], name="gpurequest_tenant_newest"),
+            # What allocations hold (the ledger: quota lines of a page of tenants, a decision's
+            # sum under its lock): the few approved and active rows among a million, per tenant
+            # and model, without reading each tenant's past requests.
+            models.Index(
+                fields=["tenant", "gpu_model"],
+                condition=models.Q(state__in=HOLDING_STATES),
+                name="gpurequest_holding",
+            ),
         ]
         constraints = gpu_eq_constraints("gpu_eq", model="gpurequest")
 
