@@ -113,6 +113,38 @@ def test_each_personas_big_lists_read_an_index_on_the_bench_shape() -> None:
     assert not scans, "\n\n".join(scans)
 
 
+def _plan(sql: str) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {sql}")
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_leads_requests_are_read_from_each_branchs_index_on_the_bench_shape() -> None:
+    """A lead's requests (their own OR their tenants'): the page reads the first rows of each
+    branch from the index of its owner or tenant, not the newest-first index of every
+    tenant's requests past the rows of the others; the count reads those indexes alone."""
+    client = Client()
+    client.force_login(_seeded()["lead"])
+
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(f"{API}requests/")
+
+    assert response.status_code == 200
+    assert response.json()["count"] > 50  # a full page, so the count is a query of its own
+    requests = [q["sql"] for q in captured.captured_queries if "allocations_gpurequest" in q["sql"]]
+    page = [sql for sql in requests if "ANY(ARRAY(" in sql]
+    count = [sql for sql in requests if sql.startswith("SELECT COUNT(*)")]
+    assert len(page) == 1, requests
+    assert len(count) == 1, requests
+    page_plan, count_plan = _plan(page[0]), _plan(count[0])
+    for plan in (page_plan, count_plan):
+        assert "gpurequest_own_newest" in plan, plan
+        assert "gpurequest_tenant_newest" in plan, plan
+        assert "gpurequest_newest " not in plan, plan
+    assert "Index Only Scan" in count_plan, count_plan
+
+
 @pytest.mark.django_db
 def test_the_check_sees_a_sequential_scan() -> None:
     """The finder above notices a query that reads a whole big table."""

@@ -9,6 +9,12 @@ Two costs grow with a table, and neither is paid here:
   (`?cursor=`): the values of the list's order columns in its last row, so the next page starts
   where the previous ended with an index range, at any depth. Page numbers stay for the first
   pages (`?page=`), as the API contract says.
+
+A list whose visibility filter is a union of branches (a lead's requests: their own OR their
+tenants', `portal.core.visibility.any_of`) is read branch by branch: a page takes the first
+rows of each branch in the list's order, each from its own index, and orders those few; the
+count counts each branch up to the bound. Given the OR instead, PostgreSQL walks the newest-first
+index of the whole table past every other tenant's rows, and counts with a heap scan.
 """
 
 import base64
@@ -19,8 +25,9 @@ from datetime import datetime
 from typing import Any, cast
 
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
-from django.db import models
-from django.db.models import Count, Q, QuerySet, Window
+from django.db import connections, models
+from django.db.models import BooleanField, Count, Q, QuerySet, Window
+from django.db.models.expressions import RawSQL
 from django.utils.functional import cached_property
 from django.utils.translation import gettext as _
 from rest_framework import exceptions
@@ -30,6 +37,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from portal.core.errors import NotFound, ValidationFailed
+from portal.core.visibility import branches_of
 
 # The most rows a list counts. Past it a page says "10,000+", and page numbers stop at the
 # page holding the 10,000th row; the API's cursors go on.
@@ -51,8 +59,17 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
             return len(objects)
         # Unordered: how many of the first COUNT_LIMIT + 1 rows there are does not depend on
         # the order, and a visibility filter's OR would have its matches sorted to be counted.
-        counted: int = objects.order_by()[: COUNT_LIMIT + 1].count()
-        return counted
+        postgres = connections[objects.db].vendor == "postgresql"
+        branches = branches_of(objects) if postgres else None
+        if branches is None:
+            counted: int = objects.order_by()[: COUNT_LIMIT + 1].count()
+            return counted
+        # Each branch up to the bound; UNION (not ALL) counts a row of two branches once.
+        union, params = _union([branch.order_by() for branch in branches], COUNT_LIMIT + 1)
+        with connections[objects.db].cursor() as cursor:
+            # The SQL is Django's compiled queries; every value is a parameter.
+            cursor.execute(f"SELECT COUNT(*) FROM ({union}) AS counted", params)  # noqa: S608
+            return int(cursor.fetchone()[0])
 
     @cached_property
     def count(self) -> int:
@@ -73,7 +90,9 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
         if beyond or not queried or self.orphans or "_counted" in self.__dict__:
             return super().page(wanted)
         bottom = (wanted - 1) * self.per_page
-        rows = list(self.object_list[bottom : bottom + self.per_page])
+        top = bottom + self.per_page
+        listed = cast("QuerySet[Any]", self.object_list)
+        rows: list[Any] = list(first_rows(listed, top)[bottom:top])
         if len(rows) < self.per_page and (rows or wanted == 1):
             self.__dict__["_counted"] = min(bottom + len(rows), COUNT_LIMIT + 1)
         return Page(rows, self.validate_number(wanted), self)
@@ -92,6 +111,43 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
     def count_exact(self) -> bool:
         """False when there are more rows than `count` says."""
         return self._counted <= COUNT_LIMIT
+
+
+def _union(
+    branches: list[QuerySet[Any]], limit: int, *, every: bool = False
+) -> tuple[str, list[Any]]:
+    """The SQL of the ids of the first `limit` rows of each of `branches`, as one UNION (ALL
+    when `every`). Written from each branch's own SQL: Django's `union()` compiles the same
+    queries with as much work again around them, on every page of a lead's lists."""
+    parts, params = [], []
+    for branch in branches:
+        sql, branch_params = (
+            branch.values("pk")[:limit].query.get_compiler(using=branch.db).as_sql()
+        )
+        parts.append(f"({sql})")
+        params.extend(branch_params)
+    return (" UNION ALL " if every else " UNION ").join(parts), params
+
+
+def first_rows[M: models.Model](rows: QuerySet[M], number: int) -> QuerySet[M]:
+    """`rows`, narrowed where its filter has branches (see the module's docstring) to the first
+    `number` rows of each branch in `rows`' order: slice it up to `number` to read the same
+    rows as from `rows` itself. On PostgreSQL (SQLite, the demo's, reads the plain filter)."""
+    connection = connections[rows.db]
+    branches = branches_of(rows) if connection.vendor == "postgresql" else None
+    if branches is None or not rows.ordered:
+        return rows
+    order: Sequence[Any] = rows.query.order_by or rows.model._meta.ordering or ()
+    union, params = _union([branch.order_by(*order) for branch in branches], number, every=True)
+    # `= ANY(ARRAY(...))` rather than `IN (...)`: the ids are then a value computed first, not
+    # a join that PostgreSQL plans with the list's own joins (planning 4.6 -> 1.3 ms).
+    quote = connection.ops.quote_name
+    pk_column = cast("str", rows.model._meta.pk.column)
+    column = f"{quote(rows.model._meta.db_table)}.{quote(pk_column)}"
+    among = RawSQL(  # noqa: S611 - Django's compiled queries; every value is a parameter
+        f"{column} = ANY(ARRAY({union}))", params, output_field=BooleanField()
+    )
+    return rows.filter(among)
 
 
 def first_with_count[M: models.Model](rows: QuerySet[M], limit: int) -> tuple[list[M], int]:
@@ -223,7 +279,7 @@ class PagePagination(PageNumberPagination):
         self.page = None
         self._paginator = BoundedPaginator(queryset, size)
         following = queryset.filter(after(self._order, _decode(cursor, self._order)))
-        rows = list(following[: size + 1])
+        rows = list(first_rows(following, size + 1)[: size + 1])
         self._rows, self._more = rows[:size], len(rows) > size
         return self._rows
 

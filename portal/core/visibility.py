@@ -5,14 +5,20 @@ A model whose rows not everyone may see uses `VisibleQuerySet` as its default ma
 scope, a function `(queryset, user) -> queryset` that narrows it to what the user may see. Core
 knows no domain app: the tenants app registers the scope of core's `AuditEvent` like its own.
 A model with no scope registered refuses `visible_to` rather than show everything.
+
+A scope that is a union of branches (one's own rows OR a led tenant's) says so with
+`any_of`: the filter is the same, and a list's page can then read each branch in its own
+index order and merge them (`branches_of`, used by portal.core.pagination) where PostgreSQL,
+given the OR, walks one index of the whole table filtering row by row.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
+from django.db.models.sql.where import AND, OR, WhereNode
 from django.utils.translation import gettext
 
 from portal.core.errors import NotFound
@@ -37,6 +43,16 @@ def has_scope(model: type[models.Model]) -> bool:
 class VisibleQuerySet[M: models.Model](models.QuerySet[M]):
     """A queryset that narrows itself to what a user may see (NetBox's `restrict`)."""
 
+    # Set by `any_of`: the branches of the visibility filter, and the filter as the query
+    # holds it (a node of its WHERE), so that `branches_of` can put each branch in its place.
+    _branches: tuple[models.Q, ...] = ()
+    _branch_node: WhereNode | None = None
+
+    def _clone(self) -> Self:
+        clone: Self = super()._clone()  # type: ignore[misc]  # not in the stubs
+        clone._branches, clone._branch_node = self._branches, self._branch_node
+        return clone
+
     def visible_to(self, user: AbstractBaseUser) -> Self:
         """The rows of this queryset that `user` may see, by the model's registered scope."""
         scope = _scopes.get(self.model._meta.label)
@@ -47,6 +63,49 @@ class VisibleQuerySet[M: models.Model](models.QuerySet[M]):
             )
         narrowed: Self = scope(self, user)  # type: ignore[assignment]
         return narrowed
+
+
+def any_of[M: models.Model](
+    rows: models.QuerySet[M], combined: models.Q, branches: Sequence[models.Q]
+) -> models.QuerySet[M]:
+    """`rows` matching `combined`, which is the OR of `branches` (for a scope: one's own rows,
+    each led tenant's). Filtered by `combined` alone; the branches are kept, on a
+    `VisibleQuerySet`, for `branches_of`. They may overlap."""
+    narrowed = rows.filter(combined)
+    children = narrowed.query.where.children
+    added = children[-1] if len(children) == len(rows.query.where.children) + 1 else None
+    if (
+        isinstance(narrowed, VisibleQuerySet)
+        and len(branches) > 1
+        and isinstance(added, WhereNode)
+        and added.connector == OR
+    ):
+        narrowed._branches = tuple(branches)
+        narrowed._branch_node = added
+    return narrowed
+
+
+def branches_of[M: models.Model](rows: models.QuerySet[M]) -> list[models.QuerySet[M]] | None:
+    """`rows` (a visible queryset, with whatever filters came after) as one queryset per branch
+    of its `any_of` filter, each with the other filters and no OR, so that PostgreSQL reads each
+    from its own index; together they hold the rows of `rows` (twice where branches overlap).
+    None where `rows` has no branches or its WHERE is no longer the AND the filter joined.
+    Kept on `rows` (a page and its count both ask)."""
+    cached: list[models.QuerySet[M]] | None = rows.__dict__.get("_split")
+    if cached is not None:
+        return cached
+    node = getattr(rows, "_branch_node", None)
+    where = rows.query.where
+    if node is None or where.connector != AND or where.negated or node not in where.children:
+        return None
+    split = []
+    for branch in rows._branches:  # type: ignore[attr-defined]
+        alone = rows.all()
+        alone.query.where.children.remove(node)
+        alone._branches, alone._branch_node = (), None  # type: ignore[attr-defined]
+        split.append(alone.filter(branch))
+    rows.__dict__["_split"] = split
+    return split
 
 
 def get_visible_or_404[M: models.Model](

@@ -4,10 +4,18 @@ from django.db import models
 from django.utils.translation import gettext_lazy, pgettext_lazy
 
 from portal.accounts.models import User
+from portal.catalog.cache import CatalogPrefetching
 from portal.core.validators import slug_validator
-from portal.core.visibility import VisibleQuerySet, register_scope
-from tenants.access import in_tenants_of_user
+from portal.core.visibility import VisibleQuerySet, any_of, register_scope
+from tenants.access import in_tenants_of_user, tenant_branches
 from tenants.models import MemberRole
+
+
+class NotebookQuerySet(  # type: ignore[override]  # as_manager's type, from the stubs
+    CatalogPrefetching["Notebook"], VisibleQuerySet["Notebook"]
+):
+    """Notebooks' querysets: visibility, and their allocations' offerings and GPU models
+    prefetched from the process's catalog rows (portal.catalog.cache)."""
 
 
 class Desired(models.TextChoices):
@@ -85,7 +93,7 @@ class Notebook(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = VisibleQuerySet.as_manager()
+    objects = NotebookQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -126,7 +134,8 @@ def _visible_notebooks(
     if user.is_portal_admin:
         return notebooks
     own = models.Q(owner=user) & in_tenants_of_user(user)
-    return notebooks.filter(own | in_tenants_of_user(user, [MemberRole.LEAD]))
+    led = in_tenants_of_user(user, [MemberRole.LEAD])
+    return any_of(notebooks, own | led, [own, *tenant_branches(user, [MemberRole.LEAD])])
 
 
 register_scope(Notebook, _visible_notebooks)
