@@ -7,6 +7,7 @@ from django.utils.translation import pgettext_lazy
 
 # Re-exported: memberships hold the role, which the accounts app defines with the global ones.
 from portal.accounts.models import MemberRole as MemberRole  # noqa: PLC0414
+from portal.catalog.cache import CatalogPrefetching
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.validators import slug_validator
 from portal.core.visibility import VisibleQuerySet
@@ -85,6 +86,13 @@ class Membership(models.Model):
         return f"{self.user} in {self.tenant} as {self.role}"
 
 
+class QuotaQuerySet(  # type: ignore[override]  # as_manager's type, from the stubs
+    CatalogPrefetching["Quota"], VisibleQuerySet["Quota"]
+):
+    """Quotas' querysets: visibility, and GPU models prefetched from the process's catalog
+    rows (portal.catalog.cache)."""
+
+
 class Quota(models.Model):
     """A tenant's GPU quota for one GPU model, in GPU-eq."""
 
@@ -94,7 +102,7 @@ class Quota(models.Model):
     gpu_eq = gpu_eq_property("gpu_eq")
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = VisibleQuerySet.as_manager()
+    objects = QuotaQuerySet.as_manager()
 
     class Meta:
         ordering = ["tenant__slug", "gpu_model__name"]

@@ -87,8 +87,9 @@ def quota_lines_for(tenant_ids: Iterable[int]) -> dict[int, list[QuotaLine]]:
     ids = list(tenant_ids)
     used = allocations_held.get()(ids, None)
     lines: dict[int, list[QuotaLine]] = {tenant_id: [] for tenant_id in ids}
-    quotas = Quota.objects.filter(tenant_id__in=ids).select_related("gpu_model")
-    for quota in quotas.order_by("tenant_id", "gpu_model__name"):
+    # The GPU models from the process's catalog rows (not joined), ordered by name here.
+    quotas = Quota.objects.filter(tenant_id__in=ids).order_by().prefetch_related("gpu_model")
+    for quota in quotas:
         lines[quota.tenant_id].append(
             QuotaLine(
                 gpu_model=quota.gpu_model,
@@ -96,6 +97,8 @@ def quota_lines_for(tenant_ids: Iterable[int]) -> dict[int, list[QuotaLine]]:
                 used=used.get((quota.tenant_id, quota.gpu_model_id), Fraction(0)),
             )
         )
+    for tenant_lines in lines.values():
+        tenant_lines.sort(key=lambda line: line.gpu_model.name)
     return lines
 
 

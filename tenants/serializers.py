@@ -1,3 +1,4 @@
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -8,7 +9,7 @@ from rest_framework import serializers
 from portal.accounts.models import User
 from portal.catalog.models import GpuModel
 from portal.catalog.serializers import GpuEqDisplayField, GpuEqField
-from portal.core.rows import RowsListSerializer
+from portal.core.rows import RowsListSerializer, row_writer
 from portal.core.serializers import StrictFieldsMixin
 from portal.core.validators import TEXT_MAX_LENGTH
 from tenants.models import MemberRole, Membership, QuotaRequest, Tenant, TenantState
@@ -46,14 +47,15 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
         read_only_fields = ("state", "created_at", "updated_at")
 
     @cached_property
-    def _quota_line(self) -> QuotaLineSerializer:
-        """One serializer for every listed tenant's lines: making one copies all its fields."""
-        return QuotaLineSerializer()
+    def _quota_line(self) -> Callable[[QuotaLine], dict[str, Any]]:
+        """One plan for every listed tenant's lines: making a serializer copies all its
+        fields, and DRF's own writing asks each field of each line how to read it."""
+        return row_writer(QuotaLineSerializer())
 
     @extend_schema_field(QuotaLineSerializer(many=True))
     def get_quotas(self, tenant: Tenant) -> list[dict[str, Any]]:
         lines: dict[int, list[QuotaLine]] = self.context["quota_lines"]
-        return [self._quota_line.to_representation(line) for line in lines.get(tenant.pk, [])]
+        return [self._quota_line(line) for line in lines.get(tenant.pk, [])]
 
 
 class TenantPolicySerializer(StrictFieldsMixin, serializers.Serializer[Tenant]):

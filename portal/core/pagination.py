@@ -82,7 +82,9 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
         try:
             wanted = int(number)
         except (TypeError, ValueError):
-            return super().page(number)  # Django's own answer for a page that is not a number
+            # Django's answer, without the count its check runs first (a page opened without
+            # `?page=` would be counted before its rows, and read without its branches).
+            raise PageNotAnInteger(_("That page number is not an integer")) from None
         # Past the counted bound (or not a page at all), a list that is not a query, orphans
         # or a count already made: Django's own way.
         beyond = wanted < 1 or (wanted - 1) * self.per_page > COUNT_LIMIT

@@ -147,6 +147,16 @@ class RowsListSerializer(serializers.ListSerializer[Any]):
         return out
 
 
+def row_writer(serializer: serializers.Serializer[Any]) -> Callable[[Any], dict[str, Any]]:
+    """`serializer.to_representation` for many rows read through one plan, as a list's rows
+    are: for rows written one by one (a tenant's quota lines, nested in each of a page's
+    tenants), where a list serializer per tenant would plan again each time."""
+    if type(serializer).to_representation is not serializers.Serializer.to_representation:
+        return serializer.to_representation  # the serializer writes its rows itself
+    steps = _plan(serializer)
+    return lambda instance: _row(steps, instance)
+
+
 def only_listed[M: models.Model](
     rows: models.QuerySet[M], joined: Iterable[str]
 ) -> models.QuerySet[M]:

@@ -70,6 +70,23 @@ def test_pages_show_the_first_page_for_no_number_and_the_last_for_one_past_it(
     assert found.paginator.count == 5
 
 
+@pytest.mark.parametrize("number", [None, "", "x"])
+def test_a_page_opened_without_a_number_reads_its_rows_before_any_count(
+    five_events, number: str | None
+) -> None:
+    """A list's page opened without `?page=` (or with one that is no number) is the first
+    page, read as page 1 is: a list that one page holds is not counted in SQL."""
+    events = AuditEvent.objects.filter(action="test.page").order_by("-at", "-id")
+
+    with CaptureQueriesContext(connection) as queries:
+        found = BoundedPaginator(events, 10).get_page(number)
+        shown = list(found.object_list)
+
+    assert (found.number, len(shown), found.paginator.count) == (1, 5, 5)
+    assert _counts(queries) == 0
+    assert len(queries.captured_queries) == 1
+
+
 def test_a_short_page_past_the_counted_bound_is_still_no_page(db, settings) -> None:
     """Page numbers stop at the page holding the bound's last row, even when the rows after
     it would make a short page."""

@@ -3,6 +3,7 @@ the portal's own list serializers on real rows, and a serializer made of every k
 the fast path hands back to DRF."""
 
 from datetime import UTC, datetime
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -14,10 +15,11 @@ from portal.allocations.models import GpuRequest, GpuRequestExtension
 from portal.allocations.serializers import GpuRequestExtensionSerializer, GpuRequestSerializer
 from portal.core.audit_api import AuditEventSerializer
 from portal.core.models import AuditEvent
-from portal.core.rows import RowsListSerializer
+from portal.core.rows import RowsListSerializer, row_writer
 from tenants.models import Tenant
 from tenants.selectors import quota_lines_for
-from tenants.serializers import TenantSerializer
+from tenants.serializers import QuotaLineSerializer, TenantSerializer
+from tenants.services import quota_set
 
 
 def listed(serializer_class: type[serializers.Serializer[Any]], rows: Any, **kwargs: Any) -> Any:
@@ -80,6 +82,25 @@ def test_a_list_with_nested_rows_writes_what_drf_writes(a100_tenant, tenant_b) -
     ).data
     assert ours == theirs
     assert [row["slug"] for row in ours] == ["nlp", "vision"]
+
+
+def test_rows_written_one_by_one_by_a_plan_are_what_drf_writes(
+    a100_tenant, admin_user, catalog
+) -> None:
+    """A tenant's quota lines (nested in each listed tenant) are written by `row_writer`."""
+    quota_set(
+        actor=admin_user, tenant=a100_tenant, gpu_model=catalog["h100-80gb-whole"].gpu_model,
+        gpu_eq=Fraction(22, 7),
+    )  # fmt: skip
+    lines = quota_lines_for([a100_tenant.pk])[a100_tenant.pk]
+    assert len(lines) == 2
+
+    write = row_writer(QuotaLineSerializer())
+
+    assert [write(line) for line in lines] == [
+        QuotaLineSerializer().to_representation(line) for line in lines
+    ]
+    assert [line.gpu_model.name for line in lines] == sorted(line.gpu_model.name for line in lines)
 
 
 class Everything(serializers.ModelSerializer[GpuRequest]):
