@@ -165,6 +165,16 @@ def tenant_branches(
     return [Q(**{path: tenant}) for tenant in ids]
 
 
+def own_or_led[M: Model](
+    rows: QuerySet[M], user: User, own: Q, *, path: str = "tenant"
+) -> QuerySet[M]:
+    """`rows` that are `user`'s own (`own`) or in a tenant they lead (reached by `path`): the
+    scope of a lead's lists, declared with its branches (`any_of`) so that a page reads each
+    from its own index."""
+    led = in_tenants_of_user(user, [MemberRole.LEAD], path=path)
+    return any_of(rows, own | led, [own, *tenant_branches(user, [MemberRole.LEAD], path=path)])
+
+
 def tenants_of(user: User) -> QuerySet[Tenant]:
     """The tenants `user` is a member of, in any role, whatever their global role."""
     return _tenants_with_role(user, list(MemberRole))
@@ -238,9 +248,7 @@ def _visible_audit_events(events: QuerySet[AuditEvent], user: User) -> QuerySet[
     everyone else: their own actions."""
     if sees_everything(user):
         return events
-    own = Q(actor=user)
-    led = in_tenants_of_user(user, [MemberRole.LEAD])
-    return any_of(events, own | led, [own, *tenant_branches(user, [MemberRole.LEAD])])
+    return own_or_led(events, user, Q(actor=user))
 
 
 register_scope(Tenant, _visible_tenants)

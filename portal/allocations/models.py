@@ -5,8 +5,8 @@ from django.utils.translation import gettext_lazy as _
 from portal.accounts.models import User
 from portal.catalog.cache import CatalogPrefetching
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
-from portal.core.visibility import VisibleQuerySet, any_of, register_scope
-from tenants.access import in_tenants_of_user, sees_everything, tenant_branches
+from portal.core.visibility import VisibleQuerySet, register_scope
+from tenants.access import in_tenants_of_user, own_or_led, sees_everything
 from tenants.models import MemberRole
 
 
@@ -123,9 +123,7 @@ def _visible_gpu_requests(
     """Admins and finance: all; leads: their tenants'; everyone: their own."""
     if sees_everything(user):
         return requests
-    own = models.Q(requester=user)
-    led = in_tenants_of_user(user, [MemberRole.LEAD])
-    return any_of(requests, own | led, [own, *tenant_branches(user, [MemberRole.LEAD])])
+    return own_or_led(requests, user, models.Q(requester=user))
 
 
 register_scope(GpuRequest, _visible_gpu_requests)

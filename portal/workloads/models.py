@@ -6,9 +6,8 @@ from django.utils.translation import gettext_lazy, pgettext_lazy
 from portal.accounts.models import User
 from portal.catalog.cache import CatalogPrefetching
 from portal.core.validators import slug_validator
-from portal.core.visibility import VisibleQuerySet, any_of, register_scope
-from tenants.access import in_tenants_of_user, tenant_branches
-from tenants.models import MemberRole
+from portal.core.visibility import VisibleQuerySet, register_scope
+from tenants.access import in_tenants_of_user, own_or_led
 
 
 class NotebookQuerySet(  # type: ignore[override]  # as_manager's type, from the stubs
@@ -133,9 +132,7 @@ def _visible_notebooks(
     their led tenants' notebooks. Whoever sees a notebook may stop, start and delete it."""
     if user.is_portal_admin:
         return notebooks
-    own = models.Q(owner=user) & in_tenants_of_user(user)
-    led = in_tenants_of_user(user, [MemberRole.LEAD])
-    return any_of(notebooks, own | led, [own, *tenant_branches(user, [MemberRole.LEAD])])
+    return own_or_led(notebooks, user, models.Q(owner=user) & in_tenants_of_user(user))
 
 
 register_scope(Notebook, _visible_notebooks)
