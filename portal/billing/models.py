@@ -122,6 +122,9 @@ class Statement(models.Model):
     currency = models.CharField(max_length=3, blank=True)
     basis = models.CharField(max_length=16, choices=Basis.choices)
     total = models.DecimalField(max_digits=18, decimal_places=2)
+    # How many lines it has, stored with them by the close: its lines are at positions 1 to
+    # line_count, so a page of them is a range of positions and they are never counted.
+    line_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = VisibleQuerySet.as_manager()
@@ -143,7 +146,7 @@ class StatementLine(models.Model):
     statement = models.ForeignKey(
         Statement, on_delete=models.CASCADE, related_name="lines", db_index=False
     )
-    position = models.PositiveIntegerField()
+    position = models.PositiveIntegerField()  # 1 to the statement's line_count
     gpu_model = models.CharField(max_length=100, blank=True)
     offering = models.CharField(max_length=100, blank=True)
     user = models.CharField(max_length=150, blank=True)

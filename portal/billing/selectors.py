@@ -370,8 +370,12 @@ def statement_lines(
     by row from the database for a final one (a large month never sits in memory), priced now
     for a provisional one."""
     if statement.stored is not None:
-        rows = StatementLine.objects.filter(statement=statement.stored).order_by("position")
-        for row in rows[start:stop].iterator(chunk_size=2000):
+        # Lines are at positions 1 to line_count: a page is a range of the index, not an OFFSET.
+        rows = StatementLine.objects.filter(statement=statement.stored, position__gt=start)
+        rows = rows.order_by("position")
+        # A page is read at once; all of them from a server-side cursor, a chunk at a time.
+        read = rows.iterator(chunk_size=2000) if stop is None else rows.filter(position__lte=stop)
+        for row in read:
             yield LineView(
                 row.gpu_model, row.offering, row.user, row.workload, row.quantity, row.unit,
                 row.rate, row.currency, row.amount, row.used_gpu_hours,
@@ -404,9 +408,10 @@ def final_statement_cells(statement: StatementView) -> QuerySet[StatementLine, t
 
 
 def statement_line_count(statement: StatementView) -> int:
-    """How many lines the statement has (a provisional one is priced to count them)."""
+    """How many lines the statement has (a final one stored it; a provisional one is priced to
+    count them)."""
     if statement.stored is not None:
-        return StatementLine.objects.filter(statement=statement.stored).count()
+        return statement.stored.line_count
     return sum(1 for _ in statement_lines(statement))
 
 

@@ -207,6 +207,7 @@ def period_close(*, actor: User, month: date) -> Period:
             currency=priced.currency,
             basis=basis,
             total=priced.total,
+            line_count=len(priced.lines),
         )
         for tenant, priced in priced_by_tenant
     )

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from itertools import islice
 from typing import Any, cast
 from urllib.parse import urlencode
 
@@ -257,7 +256,7 @@ def statement(request: AuthenticatedHttpRequest, statement_id: str) -> HttpRespo
     """A statement's lines (the first PAGE_LINES; the CSV has them all) and its history."""
     _require_reader(request.user)
     view = statement_for(request.user, statement_id)
-    shown = list(islice(statement_lines(view), PAGE_LINES + 1))
+    shown = list(statement_lines(view, stop=PAGE_LINES + 1))
     lines = [(line, _quantity_text(line)) for line in shown[:PAGE_LINES]]
     context = {
         "statement": view,

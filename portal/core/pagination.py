@@ -49,7 +49,9 @@ type Order = list[tuple[models.Field[Any, Any], bool]]
 
 
 class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in the stubs
-    """Django's paginator, counting at most `COUNT_LIMIT` rows of a queryset."""
+    """Django's paginator, counting at most `COUNT_LIMIT` rows of a queryset. A sequence that
+    is not a query (a statement's lines, read by position) gives its length, and its pages go
+    as deep as it does."""
 
     @cached_property
     def _counted(self) -> int:
@@ -73,6 +75,8 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
 
     @cached_property
     def count(self) -> int:
+        if not isinstance(self.object_list, QuerySet):
+            return self._counted  # a sequence knows its length: exact at any size
         return min(self._counted, COUNT_LIMIT)
 
     def page(self, number: int | str) -> Page:  # type: ignore[type-arg]
@@ -112,7 +116,7 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
     @property
     def count_exact(self) -> bool:
         """False when there are more rows than `count` says."""
-        return self._counted <= COUNT_LIMIT
+        return self.count == self._counted
 
 
 def _union(

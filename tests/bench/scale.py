@@ -495,11 +495,12 @@ class Seeder:
             )
             cursor.execute(
                 lines.format(
-                    position="row_number() OVER (PARTITION BY s.id ORDER BY r.id) - 1",
+                    position="row_number() OVER (PARTITION BY s.id ORDER BY r.id)",
                     workload="'request ' || r.id",
                 )
                 + " WHERE r.state IN ('released', 'expired', 'revoked')"
             )
+            # Positions 1 to the statement's line count, as a close writes them.
             # The big one: the newest closed month of tenant 0, its allocations again and again,
             # numbered on from the lines it has (counted once: a count per inserted row is a
             # scan per row while the new lines have no statistics).
@@ -511,7 +512,7 @@ class Seeder:
                 [self.tenant_ids[0], this_month],
             )
             (already,) = cursor.fetchone()
-            big = lines.format(position=f"{int(already)} + n - 1", workload="'job ' || n")
+            big = lines.format(position=f"{int(already)} + n", workload="'job ' || n")
             big += (
                 " CROSS JOIN generate_series(1, %s) n"
                 " WHERE r.id = (SELECT min(id) FROM allocations_gpurequest"
@@ -522,8 +523,9 @@ class Seeder:
                 big, [self.shape.big_statement_lines, self.tenant_ids[0], this_month, this_month]
             )
             cursor.execute(
-                "UPDATE billing_statement s SET total = l.total"
-                " FROM (SELECT statement_id, sum(amount) AS total FROM billing_statementline"
+                "UPDATE billing_statement s SET total = l.total, line_count = l.lines"
+                " FROM (SELECT statement_id, sum(amount) AS total, count(*) AS lines"
+                "       FROM billing_statementline"
                 "       GROUP BY statement_id) l WHERE l.statement_id = s.id"
             )
 

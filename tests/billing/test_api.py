@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest, RequestState
@@ -575,11 +577,12 @@ def more_tenants(books: Books, admin: User, vision: Tenant, count: int) -> None:
 # cards, and the grouped usage and its offerings' backends of all tenants at once
 # (`month_priced`): none grow with the tenants. A closed month reads a page of its stored
 # statements, their count and their totals per cost centre, whatever their number; a page of a
-# final statement's lines reads that page (and a count), whatever the statement's size.
+# final statement's lines reads that page by position (the statement stored its line count),
+# whatever the statement's size.
 LIST_QUERIES = 7
 PER_OPEN_TENANT = 0
 CLOSED_QUERIES = 6
-LINES_QUERIES = 8
+LINES_QUERIES = 7
 
 
 @pytest.mark.parametrize("extra", [0, 4])
@@ -601,6 +604,33 @@ def test_the_statements_list_takes_a_bounded_number_of_queries(
     with django_assert_max_num_queries(LINES_QUERIES):
         lines = get(client, f"statements/{PERIOD}-vision/lines/")
     assert lines.json()["count"] == (5 if extra else 2)
+
+
+def test_a_final_statements_lines_are_paged_by_position_and_never_counted(
+    books: Books, client_for, finance_user, admin_user, a100_tenant
+) -> None:
+    """The close stores each statement's lines at positions 1 to its line count: a page is a
+    range of positions (no OFFSET, whatever its depth) and the count is the stored one."""
+    more_tenants(books, admin_user, a100_tenant, 1)  # vision: five lines
+    client = client_for(finance_user)
+    post(client, f"periods/{PERIOD}/close")
+    stored = Statement.objects.get(period__month=MONTH, tenant__slug="vision")
+
+    with CaptureQueriesContext(connection) as queries:
+        pages = [
+            get(client, f"statements/{PERIOD}-vision/lines/", page_size=2, page=number).json()
+            for number in (1, 2, 3)
+        ]
+
+    assert stored.line_count == 5
+    assert sorted(stored.lines.values_list("position", flat=True)) == [1, 2, 3, 4, 5]
+    assert [(page["count"], page["count_exact"], len(page["results"])) for page in pages] == [
+        (5, True, 2), (5, True, 2), (5, True, 1),
+    ]  # fmt: skip
+    read = [query["sql"] for query in queries.captured_queries if "statementline" in query["sql"]]
+    assert len(read) == 3  # a page's rows, nothing else
+    assert not [sql for sql in read if "COUNT(" in sql or "OFFSET" in sql]
+    assert_csv_equals_json_and_sums_to_the_total(client, f"{PERIOD}-vision", "final")
 
 
 def test_a_closed_months_statements_come_a_page_at_a_time_with_every_cost_centres_total(

@@ -109,3 +109,17 @@ def test_a_short_page_past_the_counted_bound_is_still_no_page(db, settings) -> N
     assert not paginator.count_exact
     assert last.number == COUNT_LIMIT // per_page
     assert len(last.object_list) == per_page
+
+
+def test_a_sequence_that_is_not_a_query_is_counted_exactly_and_paged_to_its_end() -> None:
+    """A sequence knows its length (a statement's lines give the count their statement
+    stored): it is not bounded, and every page of it has a number, past the bound too."""
+    per_page = 10
+    rows = list(range(COUNT_LIMIT + 3))
+
+    paginator = BoundedPaginator(rows, per_page)
+    last = paginator.page(COUNT_LIMIT // per_page + 1)
+
+    assert (paginator.count, paginator.count_exact) == (COUNT_LIMIT + 3, True)
+    assert list(last.object_list) == [COUNT_LIMIT, COUNT_LIMIT + 1, COUNT_LIMIT + 2]
+    assert not last.has_next()
