@@ -185,6 +185,20 @@ def tenants_led_by(user: User) -> QuerySet[Tenant]:
     return _tenants_with_role(user, [MemberRole.LEAD])
 
 
+def tenants_led_first(user: User, count: int) -> list[Tenant]:
+    """The first `count` tenants `user` leads, by slug: read once for the several panels of a
+    lead's home that each show a few of them, and kept on the user object as their roles are
+    (read again for more than were read, or after a membership changed)."""
+    cached = user.__dict__.get("_portal_led_first")
+    if cached is not None and cached[0] == _membership_generation and cached[1] >= count:
+        first: list[Tenant] = cached[2][:count]
+        return first
+    generation = _membership_generation
+    first = list(tenants_led_by(user).order_by("slug")[:count])
+    user.__dict__["_portal_led_first"] = (generation, count, first)
+    return first
+
+
 def tenants_where(user: User, access: Access = Access.VIEW) -> QuerySet[Tenant]:
     """The tenants in which `user` may do `access`, by the same RULES as `allows`: every
     tenant for a global role that allows it, else those where their role does."""

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from portal.accounts.models import User
-from portal.core.home import HOME_ROWS, home_register
-from tenants.access import tenants_led_by
+from portal.core.home import HOME_LED_TENANTS, HOME_ROWS, home_register
+from tenants.access import tenants_led_first
 from tenants.models import Tenant, TenantState
 from tenants.selectors import QuotaLine, quota_lines_for, quota_lines_over
 
@@ -34,7 +34,7 @@ class QuotaBurn:
 def quota_burn_context(user: User) -> dict[str, Any]:
     """Each model's quota in the first HOME_ROWS tenants the user leads, with what is held of
     it. Three queries whatever the tenants, models and allocations."""
-    tenants = list(tenants_led_by(user).order_by("slug")[: HOME_ROWS + 1])
+    tenants = tenants_led_first(user, HOME_LED_TENANTS)[: HOME_ROWS + 1]
     lines = quota_lines_for(tenant.pk for tenant in tenants[:HOME_ROWS])
     return {
         "burn_tenants": [

@@ -13,8 +13,8 @@ from portal.billing.models import Budget, PeriodState
 from portal.billing.pricing import month_priced
 from portal.billing.selectors import current_month, periods
 from portal.billing.spend import SpendRow, spend_for
-from portal.core.home import HOME_ROWS, home_register
-from tenants.access import tenants_led_by, tenants_of
+from portal.core.home import HOME_LED_TENANTS, HOME_ROWS, home_register
+from tenants.access import tenants_led_by, tenants_led_first, tenants_of
 
 # How many tenants finance's spend panel lists (the biggest first); the rest are on the page.
 SPEND_ROWS = 8
@@ -47,14 +47,17 @@ def budgets_context(user: User) -> dict[str, Any]:
         .order_by("tenant__slug")[: HOME_ROWS + 1]
     )
     statuses: list[BudgetStatus] = [budget_status(budget) for budget in budgets[:HOME_ROWS]]
+    budgeted = {budget.tenant_id for budget in budgets}
     return {
         "budget_statuses": statuses,
         "budgets_more": len(budgets) > HOME_ROWS,
-        "unbudgeted": list(
-            led.exclude(pk__in=[budget.tenant_id for budget in budgets]).order_by("slug")[
-                :HOME_ROWS
-            ]
-        )
+        # At most HOME_ROWS led tenants have a budget here: the first HOME_ROWS without one
+        # are among the first HOME_LED_TENANTS, which the other panels read too.
+        "unbudgeted": [
+            tenant
+            for tenant in tenants_led_first(user, HOME_LED_TENANTS)
+            if tenant.pk not in budgeted
+        ][:HOME_ROWS]
         if len(budgets) <= HOME_ROWS
         else [],
     }

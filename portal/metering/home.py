@@ -5,10 +5,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from portal.accounts.models import User
-from portal.core.home import HOME_ROWS, home_register
+from portal.core.home import HOME_LED_TENANTS, HOME_ROWS, home_register
 from portal.metering.idle import DEFAULT_HOURS, DEFAULT_THRESHOLD, IdleAllocation, idle_allocations
 from portal.metering.selectors import UsageQuery, usage_totals
-from tenants.access import tenants_led_by
+from tenants.access import tenants_led_first
 from tenants.models import Tenant
 
 
@@ -24,7 +24,7 @@ def my_usage_context(user: User) -> dict[str, Any]:
 def idle_context(user: User) -> dict[str, Any]:
     """Idle allocations in the first HOME_ROWS tenants the user leads, least used first: three
     queries whatever the data."""
-    tenants = list(tenants_led_by(user).order_by("slug")[: HOME_ROWS + 1])
+    tenants = tenants_led_first(user, HOME_LED_TENANTS)[: HOME_ROWS + 1]
     shown = {tenant.pk: tenant for tenant in tenants[:HOME_ROWS]}
     idle: list[tuple[Tenant, IdleAllocation]] = [
         (shown[item.allocation.tenant_id], item)

@@ -12,7 +12,9 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.formats import date_format
 
@@ -31,6 +33,7 @@ from portal.directory.models import ChangeKind, ChangeState, DirectoryChange
 from portal.metering.collection import hour_floor, metering_begin, window_collect
 from portal.workloads.models import Notebook
 from portal.workloads.services import notebook_launch
+from tenants.access import tenants_led_first
 from tenants.models import MemberRole, Tenant
 from tenants.services import (
     membership_set,
@@ -435,3 +438,43 @@ def test_every_home_runs_a_bounded_number_of_queries(
     with django_assert_max_num_queries(bound):
         response = client.get(HOME)
     assert response.status_code == 200
+
+
+def test_a_lead_of_many_tenants_is_shown_their_first_tenants_without_a_budget(
+    client_for, lead, finance_user
+) -> None:
+    """The lead's panels read the tenants they lead once (the first by slug, enough for each
+    panel's rows, its "more" and the tenants without a budget beside up to five with one)."""
+    for number in range(12):
+        lab = tenant_create(actor=None, slug=f"lab-{number:02d}", name=f"Lab {number}")
+        membership_set(actor=None, tenant=lab, user=lead, role=MemberRole.LEAD)
+        if number in (0, 1, 2, 3, 5):
+            budget_set(actor=finance_user, tenant=lab, unit="money", amount="10", currency="EUR")
+
+    with CaptureQueriesContext(connection) as queries:
+        page = home(client_for(lead))
+
+    # Five budgets in lab-00 to lab-05: the first five without one run to the tenth tenant.
+    assert "No budget: lab-04, lab-06, lab-07, lab-08, lab-09</p>" in page
+    assert 'data-testid="home-budget-lab-05"' in page
+    led_reads = [
+        query["sql"]
+        for query in queries.captured_queries
+        if query["sql"].startswith('SELECT "tenants_tenant"."id"') and "'lead'" in query["sql"]
+    ]
+    assert len(led_reads) == 1, led_reads
+
+
+def test_the_tenants_a_lead_leads_are_read_once_and_again_after_a_membership_changes(
+    lead, tenant_a
+) -> None:
+    first = tenants_led_first(lead, 3)
+    with CaptureQueriesContext(connection) as queries:
+        again = tenants_led_first(lead, 2)
+    lab = tenant_create(actor=None, slug="aaa-lab", name="A lab")
+    membership_set(actor=None, tenant=lab, user=lead, role=MemberRole.LEAD)
+    after = tenants_led_first(lead, 2)
+
+    assert first == [tenant_a]
+    assert (again, len(queries.captured_queries)) == ([tenant_a], 0)
+    assert after == [lab, tenant_a]
