@@ -10,6 +10,7 @@ are written as the code that owns them would leave them.
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -468,13 +469,22 @@ def test_a_lead_of_many_tenants_is_shown_their_first_tenants_without_a_budget(
 def test_the_tenants_a_lead_leads_are_read_once_and_again_after_a_membership_changes(
     lead, tenant_a
 ) -> None:
-    first = tenants_led_first(lead, 3)
-    with CaptureQueriesContext(connection) as queries:
-        again = tenants_led_first(lead, 2)
-    lab = tenant_create(actor=None, slug="aaa-lab", name="A lab")
-    membership_set(actor=None, tenant=lab, user=lead, role=MemberRole.LEAD)
-    after = tenants_led_first(lead, 2)
+    read: list[str] = []
 
-    assert first == [tenant_a]
-    assert (again, len(queries.captured_queries)) == ([tenant_a], 0)
-    assert after == [lab, tenant_a]
+    def record(execute: Any, sql: str, *args: Any) -> Any:
+        read.append(sql)
+        return execute(sql, *args)
+
+    with connection.execute_wrapper(record):
+        first = tenants_led_first(lead, 3)
+        again = tenants_led_first(lead, 2)
+        lab = tenant_create(actor=None, slug="aaa-lab", name="A lab")
+        membership_set(actor=None, tenant=lab, user=lead, role=MemberRole.LEAD)
+        before_reading = len(read)
+        after = tenants_led_first(lead, 2)
+        more = tenants_led_first(lead, 5)
+
+    assert (first, again, after, more) == ([tenant_a], [tenant_a], [lab, tenant_a], [lab, tenant_a])
+    led_reads = [sql for sql in read if sql.startswith('SELECT "tenants_tenant"."id"')]
+    assert len(led_reads) == 3  # the first, after the change, and for more than were read
+    assert len(read) == before_reading + 2

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest, RequestState
@@ -31,7 +32,7 @@ from portal.metering.sources import (
 )
 from portal.workloads.services import notebook_launch
 from tenants.models import Tenant
-from tenants.services import quota_set
+from tenants.services import quota_set, tenant_create
 
 OFFERING = "a100-80gb-whole"
 URL = "/api/v1/usage/"
@@ -186,6 +187,49 @@ def test_a_lead_sees_the_tenants_usage_and_finance_and_admins_all(
     assert finance_rows == admin_rows
     unattributed = admin_rows[2]
     assert Decimal(unattributed["used_gpu_hours"]) == Decimal(1)
+
+
+def test_every_tenants_usage_is_named_as_each_tenants_own_reading_names_it(
+    client_for, finance_user, catalog
+) -> None:
+    """Every tenant's usage (finance, admins) is grouped by the tenants' and models' ids and
+    named after, in one lookup (past 100 tenants, of the whole table's names); one tenant's
+    reading names its groups in the query. They give the same rows."""
+    labs = [tenant_create(actor=None, slug=f"lab-{n:03d}", name=f"Lab {n}") for n in range(101)]
+    cluster = cluster_create(actor=None, name="gpu-1")
+    start = hour_floor(datetime.now(UTC)) - timedelta(hours=1)
+    pods = [(cluster.namespace_for(lab.slug), "job") for lab in labs]
+    metering_begin(cluster=cluster, at=start)
+    window_collect(cluster, start, FakeSource([*pods, ("kube-system", "burn-in")]))
+    client = client_for(finance_user)
+    period = {
+        "from": start.date().isoformat(),
+        "to": (start + timedelta(hours=1)).date().isoformat(),
+        "group_by": "tenant,model",
+        "page_size": 500,
+    }
+
+    seen: list[str] = []
+
+    def record(execute: Any, sql: str, *args: Any) -> Any:
+        seen.append(sql)
+        return execute(sql, *args)
+
+    with connection.execute_wrapper(record):
+        every = totals(client.get(URL, period))
+    own = {
+        lab.slug: totals(client.get(URL, {**period, "tenant": lab.slug}))
+        for lab in (labs[0], labs[57], labs[100])
+    }
+
+    assert [row["tenant"] for row in every] == [lab.slug for lab in labs] + [None]
+    assert every[-1]["namespace"] == "kube-system"
+    for slug, rows in own.items():
+        assert [row for row in every if row["tenant"] == slug] == rows
+    assert Fraction(own["lab-057"][0]["requested_gpu_eq_hours"]) == 1
+    grouped = [sql for sql in seen if "GROUP BY" in sql]
+    assert grouped
+    assert not [sql for sql in grouped if '"tenants_tenant"' in sql or '"catalog_gpumodel"' in sql]
 
 
 def test_the_outsider_gets_404_for_another_tenant_and_sees_only_their_own(
