@@ -123,8 +123,9 @@ class Statement(models.Model):
     basis = models.CharField(max_length=16, choices=Basis.choices)
     total = models.DecimalField(max_digits=18, decimal_places=2)
     # How many lines it has, stored with them by the close: its lines are at positions 1 to
-    # line_count, so a page of them is a range of positions and they are never counted.
-    line_count = models.PositiveIntegerField(default=0)
+    # line_count, so a page of them is a range of positions and they are never counted. Its
+    # default is the database's too, for rows written in SQL.
+    line_count = models.PositiveIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = VisibleQuerySet.as_manager()

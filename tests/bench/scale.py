@@ -470,9 +470,9 @@ class Seeder:
                 [self.admin.pk, first, this_month],
             )
             cursor.execute(
-                "INSERT INTO billing_statement (period_id, tenant_id, cost_centre, currency,"
-                " basis, total, line_count, created_at)"
-                " SELECT p.id, t.id, t.cost_centre, 'EUR', 'reserved', 0, 0, p.closed_at"
+                "INSERT INTO billing_statement"
+                " (period_id, tenant_id, cost_centre, currency, basis, total, created_at)"
+                " SELECT p.id, t.id, t.cost_centre, 'EUR', 'reserved', 0, p.closed_at"
                 " FROM billing_period p CROSS JOIN tenants_tenant t"
             )
             # A model's rate: 1.50 EUR per GPU-eq-hour, 0.35 more for each model after it.

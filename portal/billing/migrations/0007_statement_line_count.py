@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="statement",
             name="line_count",
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(default=0, db_default=0),
         ),
         migrations.RunSQL(COUNT_LINES, reverse_sql=migrations.RunSQL.noop, elidable=True),
     ]
