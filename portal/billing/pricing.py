@@ -36,7 +36,7 @@ from portal.billing.models import Basis, RateCard, basis_quantity
 from portal.billing.unreserved import unreserved_capacity
 from portal.catalog.models import Offering
 from portal.core.errors import Conflict
-from portal.metering.models import UsageDaily, UsageWorkloadDaily
+from portal.metering.models import UsageModelDaily, UsageWorkloadDaily
 from tenants.models import Tenant
 
 CENT = Decimal("0.01")
@@ -182,11 +182,13 @@ class Priced:
 
 def tenants_with_usage(month: date, tenants: QuerySet[Tenant] | None = None) -> QuerySet[Tenant]:
     """The tenants (of `tenants`, default all) with usage records in `month`, by slug: the
-    tenants a month has statements for. Read from the daily rollup, which has a row for every
-    tenant, day and GPU model with records."""
+    tenants a month has statements for. Read from the daily rollup by GPU model, which has a
+    row for every tenant, day and GPU model with records."""
     begin, end = month_bounds(month)
     with_usage = (
-        UsageDaily.objects.filter(day__gte=begin.date(), day__lt=end.date(), tenant__isnull=False)
+        UsageModelDaily.objects.filter(
+            day__gte=begin.date(), day__lt=end.date(), tenant__isnull=False
+        )
         .order_by()
         .values_list("tenant_id", flat=True)
         .distinct()

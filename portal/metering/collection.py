@@ -34,7 +34,7 @@ Attribution (README, "Usage metering"):
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -60,6 +60,8 @@ from portal.metering.models import (
     MeteringState,
     UsageCapacity,
     UsageDaily,
+    UsageModelDaily,
+    UsageModelMonthly,
     UsageMonthly,
     UsageRecord,
     UsageWindow,
@@ -300,7 +302,8 @@ def _over_rollup_denominator(amount: Fraction) -> tuple[int, int]:
 
 
 # The columns of a rollup row: where (the grouping's columns) and the measures after them.
-ROLLUP_WHERE = ("tenant_id", "namespace", "gpu_model_id", "offering_id")
+MODEL_WHERE = ("tenant_id", "namespace", "gpu_model_id")
+ROLLUP_WHERE = (*MODEL_WHERE, "offering_id")
 WORKLOAD_WHERE = (*ROLLUP_WHERE, "user_id", "workload_kind", "workload")
 MEASURE_COLUMNS = (
     "reserved_num",
@@ -317,23 +320,24 @@ MEASURE_COLUMNS = (
 def daily_rollup(cluster: Cluster, day: date) -> None:
     """Rewrite the day's rollup rows of `cluster` from its hourly records: one grouped query
     per workload (`UsageWorkloadDaily`), added up here per namespace, GPU model and offering
-    (`UsageDaily`). GPU-eq-hours are written over COMMON_DENOMINATOR where they can be. The
-    rows are written by `rows_insert` (one COPY each on PostgreSQL): a day of 10,000 GPUs has
-    some 20,000 workloads, rewritten with each hourly window. The day's month is then rolled
-    up again (`monthly_rollup`)."""
+    (`UsageDaily`), and again per namespace and GPU model (`UsageModelDaily`). GPU-eq-hours
+    are written over COMMON_DENOMINATOR where they can be. The rows are written by
+    `rows_insert` (one COPY each on PostgreSQL): a day of 10,000 GPUs has some 20,000
+    workloads, rewritten with each hourly window. The day's month is then rolled up again
+    (`monthly_rollup`)."""
     begin = datetime.combine(day, time(), tzinfo=UTC)
     hours = UsageRecord.objects.filter(
         cluster=cluster, hour__gte=begin, hour__lt=begin + timedelta(days=1)
     )
     per_workload = hours.measure_sums(WORKLOAD_WHERE)
-    sums: dict[tuple[Any, ...], Measures] = {}
-    for key, measures in per_workload.items():
-        sums.setdefault(key[: len(ROLLUP_WHERE)], Measures()).add(measures)
-    UsageWorkloadDaily.objects.filter(cluster=cluster, day=day).delete()
-    UsageDaily.objects.filter(cluster=cluster, day=day).delete()
+    sums = _added_up(per_workload, len(ROLLUP_WHERE))
+    per_model = _added_up(sums, len(MODEL_WHERE))
+    for model in (UsageWorkloadDaily, UsageDaily, UsageModelDaily):
+        model.objects.filter(cluster=cluster, day=day).delete()
     for model, where, totals in (
         (UsageWorkloadDaily, WORKLOAD_WHERE, per_workload),
         (UsageDaily, ROLLUP_WHERE, sums),
+        (UsageModelDaily, MODEL_WHERE, per_model),
     ):
         rows_insert(
             model,
@@ -343,24 +347,47 @@ def daily_rollup(cluster: Cluster, day: date) -> None:
     monthly_rollup(cluster, day.replace(day=1))
 
 
+def _added_up(sums: dict[tuple[Any, ...], Measures], width: int) -> dict[tuple[Any, ...], Measures]:
+    """`sums` added up per the first `width` values of their keys."""
+    fewer: dict[tuple[Any, ...], Measures] = {}
+    for key, measures in sums.items():
+        fewer.setdefault(key[:width], Measures()).add(measures)
+    return fewer
+
+
 # The largest daily numerator 31 of which surely add up within a bigint.
 MONTH_SUMMABLE = BIGINT_MAX // 31
 
 
 def monthly_rollup(cluster: Cluster, month: date) -> None:
     """Rewrite `cluster`'s monthly rollup rows of `month` (its first day) from the month's
-    daily rollup, in the database (`INSERT … SELECT`): a row per key and denominator, the
-    numerators summed over the same denominator (exact; the daily rows are over
-    COMMON_DENOMINATOR wherever that holds them). A month of a cluster of 10,000 GPUs is
-    some 55,000 daily rows into 12,000 monthly ones. A day whose numerator is so large that
-    31 of them might not fit a bigint keeps a monthly row of its own (`apart`)."""
+    daily rollup, in the database (`INSERT … SELECT`), by offering (`UsageMonthly`) and by
+    GPU model (`UsageModelMonthly`): a row per key and denominator, the numerators summed
+    over the same denominator (exact; the daily rows are over COMMON_DENOMINATOR wherever
+    that holds them). A month of a cluster of 10,000 GPUs is some 55,000 daily rows into
+    12,000 monthly ones. A day whose numerator is so large that 31 of them might not fit a
+    bigint keeps a monthly row of its own (`apart`)."""
+    for daily, monthly, where in (
+        (UsageDaily, UsageMonthly, ROLLUP_WHERE),
+        (UsageModelDaily, UsageModelMonthly, MODEL_WHERE),
+    ):
+        _month_added_up(cluster, month, daily, monthly, where)
+
+
+def _month_added_up(
+    cluster: Cluster,
+    month: date,
+    daily: type[UsageDaily | UsageModelDaily],
+    monthly: type[UsageMonthly | UsageModelMonthly],
+    where: Sequence[str],
+) -> None:
     following = (month + timedelta(days=31)).replace(day=1)
     large = Q(reserved_num__gt=MONTH_SUMMABLE) | Q(requested_num__gt=MONTH_SUMMABLE)
     days = (
-        UsageDaily.objects.filter(cluster=cluster, day__gte=month, day__lt=following)
+        daily.objects.filter(cluster=cluster, day__gte=month, day__lt=following)
         .order_by()
         .values(
-            *ROLLUP_WHERE,
+            *where,
             "reserved_den",
             "requested_den",
             apart=Case(When(large, then=F("day")), default=None, output_field=DateField()),
@@ -378,7 +405,7 @@ def monthly_rollup(cluster: Cluster, month: date) -> None:
         .values_list(
             "in_cluster",
             "in_month",
-            *ROLLUP_WHERE,
+            *where,
             "reserved",
             "reserved_den",
             "requested",
@@ -389,8 +416,8 @@ def monthly_rollup(cluster: Cluster, month: date) -> None:
             "ram",
         )
     )
-    UsageMonthly.objects.filter(cluster=cluster, month=month).delete()
-    rows_insert_select(UsageMonthly, ("cluster_id", "month", *ROLLUP_WHERE, *MEASURE_COLUMNS), days)
+    monthly.objects.filter(cluster=cluster, month=month).delete()
+    rows_insert_select(monthly, ("cluster_id", "month", *where, *MEASURE_COLUMNS), days)
 
 
 def _measure_values(total: Measures) -> tuple[Any, ...]:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import connections, models
@@ -150,9 +150,19 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
     def measure_sums(self, columns: Sequence[str]) -> dict[tuple[Any, ...], Measures]:
         """The measures summed per value of `columns`, in one grouped query: the fractions'
         numerators over COMMON_DENOMINATOR (or, where one is not exact there, per
-        denominator) in SQL, combined exactly here."""
-        reserved_num, reserved_den = _over_common("reserved")
-        requested_num, requested_den = _over_common("requested")
+        denominator) in SQL, combined exactly here. A rollup's rows are stored over
+        COMMON_DENOMINATOR wherever that is exact and fits (`stored_over_common`): they are
+        summed per stored denominator, the same groups without working each row's out."""
+        reserved_num: F | Case
+        reserved_den: F | Case
+        requested_num: F | Case
+        requested_den: F | Case
+        if getattr(self.model, "stored_over_common", False):
+            reserved_num, reserved_den = F("reserved_num"), F("reserved_den")
+            requested_num, requested_den = F("requested_num"), F("requested_den")
+        else:
+            reserved_num, reserved_den = _over_common("reserved")
+            requested_num, requested_den = _over_common("requested")
         grouped = (
             self.order_by()
             .values(*columns, reserved_over=reserved_den, requested_over=requested_den)
@@ -192,8 +202,9 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
         return sums
 
 
-class UsageMeasures(models.Model):
-    """Where usage happened and the measures: what records and the rollup share."""
+class ModelUsageMeasures(models.Model):
+    """Where usage happened, down to the GPU model, and the measures: what records and every
+    rollup share."""
 
     # No index of their own: the (cluster, hour) and (tenant, hour) indexes of each table
     # begin with them (a million-row table keeps fewer indexes up to date).
@@ -211,9 +222,6 @@ class UsageMeasures(models.Model):
     namespace = models.CharField(max_length=63, blank=True)
     gpu_model = models.ForeignKey(
         "catalog.GpuModel", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    offering = models.ForeignKey(
-        "catalog.Offering", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     reserved_num, reserved_den = gpu_eq_columns("reserved")
     reserved = gpu_eq_property("reserved")
@@ -234,6 +242,18 @@ class UsageMeasures(models.Model):
             *gpu_eq_constraints("reserved", model="%(class)s"),
             *gpu_eq_constraints("requested", model="%(class)s"),
         ]
+
+
+class UsageMeasures(ModelUsageMeasures):
+    """Where usage happened down to the offering, and the measures: what records and the
+    rollups by offering share."""
+
+    offering = models.ForeignKey(
+        "catalog.Offering", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta(ModelUsageMeasures.Meta):
+        abstract = True
 
 
 class WorkloadUsage(UsageMeasures):
@@ -294,6 +314,9 @@ class UsageDaily(UsageMeasures):
     that keeps a year of dashboards fast. Rewritten whole for the day each time one of its
     hours is collected."""
 
+    # Over COMMON_DENOMINATOR wherever it is exact and fits (`measure_sums`).
+    stored_over_common: ClassVar[bool] = True
+
     day = models.DateField()
 
     class Meta(UsageMeasures.Meta):
@@ -313,9 +336,58 @@ class UsageMonthly(UsageMeasures):
     months reads, a year being 12 rows per key where it is 365. Rewritten for the month
     whenever one of its days is."""
 
+    # Over COMMON_DENOMINATOR wherever it is exact and fits (`measure_sums`).
+    stored_over_common: ClassVar[bool] = True
+
     month = models.DateField()
 
     class Meta(UsageMeasures.Meta):
+        ordering = ["month", "id"]
+        indexes = [
+            models.Index(fields=["cluster", "month"]),
+            models.Index(fields=["tenant", "month"]),
+            models.Index(fields=["month"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m} {self.namespace}"
+
+
+class UsageModelDaily(ModelUsageMeasures):
+    """The daily rollup added up over offerings: the day's usage per cluster x tenant x
+    namespace x GPU model. What readings that do not group by offering read (every tenant's
+    usage by tenant or GPU model): a GPU model is offered in several sizes, and on the
+    bench's data this has 1.4 times fewer rows than `UsageDaily`, its monthly rollup 5.7
+    times fewer than `UsageMonthly` (over a month a tenant uses a model in more sizes).
+    Rewritten with it."""
+
+    # Over COMMON_DENOMINATOR wherever it is exact and fits (`measure_sums`).
+    stored_over_common: ClassVar[bool] = True
+
+    day = models.DateField()
+
+    class Meta(ModelUsageMeasures.Meta):
+        ordering = ["day", "id"]
+        indexes = [
+            models.Index(fields=["cluster", "day"]),
+            models.Index(fields=["tenant", "day"]),
+            models.Index(fields=["day"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.namespace}"
+
+
+class UsageModelMonthly(ModelUsageMeasures):
+    """`UsageModelDaily` added up per month (`month` its first day), as `UsageMonthly` adds up
+    `UsageDaily`. Rewritten with it."""
+
+    # Over COMMON_DENOMINATOR wherever it is exact and fits (`measure_sums`).
+    stored_over_common: ClassVar[bool] = True
+
+    month = models.DateField()
+
+    class Meta(ModelUsageMeasures.Meta):
         ordering = ["month", "id"]
         indexes = [
             models.Index(fields=["cluster", "month"]),
@@ -333,6 +405,9 @@ class UsageWorkloadDaily(WorkloadUsage):
     month, so its prices need the workload, which the daily rollup above does not keep; a
     month's hourly records are some ten times as many rows. Rewritten with the daily rollup,
     in the same transaction."""
+
+    # Over COMMON_DENOMINATOR wherever it is exact and fits (`measure_sums`).
+    stored_over_common: ClassVar[bool] = True
 
     day = models.DateField()
 
@@ -406,7 +481,7 @@ def _visible_usage[R: UsageRecord | UsageWorkloadDaily](
     return records.filter(models.Q(user=user) | in_tenants_of_user(user, [MemberRole.LEAD]))
 
 
-def _visible_daily[R: UsageDaily | UsageMonthly](
+def _visible_daily[R: UsageDaily | UsageMonthly | UsageModelDaily | UsageModelMonthly](
     rows: models.QuerySet[R], user: User
 ) -> models.QuerySet[R]:
     """The rollups with no user: finance and admins see all, leads their tenants'."""
@@ -418,4 +493,6 @@ def _visible_daily[R: UsageDaily | UsageMonthly](
 register_scope(UsageRecord, _visible_usage)
 register_scope(UsageDaily, _visible_daily)
 register_scope(UsageMonthly, _visible_daily)
+register_scope(UsageModelDaily, _visible_daily)
+register_scope(UsageModelMonthly, _visible_daily)
 register_scope(UsageWorkloadDaily, _visible_usage)

@@ -35,7 +35,14 @@ from portal.core.visibility import VisibleQuerySet, get_visible_or_404, has_scop
 from portal.directory.models import DirectoryChange, DirectoryReport
 from portal.directory.services import directory_tenant_queue
 from portal.metering.collection import hour_floor, window_collect
-from portal.metering.models import UsageDaily, UsageMonthly, UsageRecord, UsageWorkloadDaily
+from portal.metering.models import (
+    UsageDaily,
+    UsageModelDaily,
+    UsageModelMonthly,
+    UsageMonthly,
+    UsageRecord,
+    UsageWorkloadDaily,
+)
 from portal.metering.sources import DeviceUse, WindowMetrics
 from portal.workloads.models import Notebook
 from tenants.models import MemberRole, Membership, Quota, QuotaRequest, Tenant
@@ -317,7 +324,7 @@ def _expected_usage(w: World, persona: str) -> Callable[[UsageRecord], bool]:
     }[persona]
 
 
-def _expected_daily_usage(w: World, persona: str) -> Callable[[UsageDaily], bool]:
+def _expected_daily_usage(w: World, persona: str) -> Callable[[Any], bool]:
     """The rollups with no user: finance and admins all; leads their tenants'; developers
     none."""
     return {
@@ -372,6 +379,8 @@ EXPECTED: dict[type[models.Model], Callable[[World, str], Callable[[Any], bool]]
     UsageRecord: _expected_usage,
     UsageDaily: _expected_daily_usage,
     UsageMonthly: _expected_daily_usage,
+    UsageModelDaily: _expected_daily_usage,
+    UsageModelMonthly: _expected_daily_usage,
     UsageWorkloadDaily: _expected_usage,
     Statement: _expected_statements,
     StatementLine: _expected_statement_lines,

@@ -11,14 +11,17 @@ The story, on cluster gpu-east (namespace prefix t-), from T0 (an hour boundary,
 - a batch pod asking for two GPUs from T0+2:00 to T0+50:00, across two days, 100 % busy.
 """
 
+import importlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from types import SimpleNamespace
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -41,6 +44,8 @@ from portal.metering.models import (
     COMMON_DENOMINATOR,
     MeteringState,
     UsageDaily,
+    UsageModelDaily,
+    UsageModelMonthly,
     UsageMonthly,
     UsageRecord,
     UsageWindow,
@@ -292,6 +297,47 @@ def test_the_workload_rollup_holds_each_workloads_day_and_adds_up_to_the_daily_o
     }
 
 
+def test_the_rollups_by_gpu_model_add_up_the_rollups_by_offering_and_read_the_same(
+    story: Story, finance_user: User
+) -> None:
+    collect(story, 50)
+
+    models = UsageModelDaily.objects.all()
+    assert models.count() < UsageDaily.objects.count()  # the story offers a model in sizes
+    for rollup, by_offering, when in (
+        (UsageModelDaily, UsageDaily, "day"),
+        (UsageModelMonthly, UsageMonthly, "month"),
+    ):
+        keys = set(by_offering.objects.values_list("tenant", "namespace", "gpu_model", when))
+        assert keys == set(rollup.objects.values_list("tenant", "namespace", "gpu_model", when))
+        for tenant, namespace, model, moment in keys:
+            where = {"tenant": tenant, "namespace": namespace, "gpu_model": model, when: moment}
+            for name in ("reserved", "requested"):
+                assert gpu_eq_sum(rollup.objects.filter(**where), name=name) == gpu_eq_sum(
+                    by_offering.objects.filter(**where), name=name
+                ), (rollup, where, name)
+            for name in ("used_gpu_hours", "memory_gib_hours", "cpu_core_hours"):
+                assert sum(rollup.objects.filter(**where).values_list(name, flat=True)) == sum(
+                    by_offering.objects.filter(**where).values_list(name, flat=True)
+                )
+    # Readings without offerings read them, and say what readings by offering added up say:
+    # whole months (from the monthly rollups) unless grouped by day.
+    start = at(0).date().replace(day=1)
+    end = (at(49).date().replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+    for groups in ([], ["tenant"], ["model"], ["tenant", "model"], ["day", "model"]):
+        with CaptureQueriesContext(connection) as read:
+            rows = usage_totals(finance_user, UsageQuery(start, end, groups))
+        sums = [q["sql"] for q in read.captured_queries if "SUM(" in q["sql"]]
+        assert sums, groups
+        assert all("metering_usagemodel" in sql for sql in sums), groups
+        # Summed per stored denominator: rollups are stored over the common one.
+        assert not any("MOD(" in sql for sql in sums), groups
+        offered = usage_totals(finance_user, UsageQuery(start, end, [*groups, "offering"]))
+        assert [row.as_dict() for row in rows] == [
+            row.as_dict() for row in usage_regrouped(offered, groups)
+        ], groups
+
+
 def test_a_rollup_total_the_common_denominator_cannot_hold_keeps_its_lowest_terms(db) -> None:
     cluster = cluster_create(actor=None, name="west")
     for reserved in (Fraction(1, 11), Fraction(1, 7)):
@@ -351,7 +397,9 @@ def test_the_monthly_rollup_adds_up_each_months_days_and_whole_months_are_read_f
                 rows = usage_totals(viewer, query)
             sums = [q["sql"] for q in read.captured_queries if "SUM(" in q["sql"]]
             assert len(sums) == 2
-            assert any("metering_usagemonthly" in sql for sql in sums), (viewer, groups)
+            # By GPU model unless grouped by offering.
+            monthly = "usagemonthly" if "offering" in groups else "usagemodelmonthly"
+            assert any(f"metering_{monthly}" in sql for sql in sums), (viewer, groups)
             assert not any("metering_usagerecord" in sql for sql in sums)
             assert sum(row.reserved for row in rows) == gpu_eq_sum(
                 UsageRecord.objects.filter(cluster=cluster), name="reserved"
@@ -365,7 +413,7 @@ def test_the_monthly_rollup_adds_up_each_months_days_and_whole_months_are_read_f
         with CaptureQueriesContext(connection) as read:
             rows = usage_totals(admin_user, query)
         [sql] = [q["sql"] for q in read.captured_queries if "SUM(" in q["sql"]]
-        assert "metering_usagedaily" in sql
+        assert "metering_usagemodeldaily" in sql
     assert sum(row.reserved for row in rows) == Fraction(7, 3) + Fraction(1, 2) + Fraction(
         1, 7
     ) + Fraction(5, 4)
@@ -389,9 +437,10 @@ def test_days_too_large_to_add_up_in_a_bigint_keep_monthly_rows_of_their_own(
         row.save()
         daily_rollup(cluster, day)
 
-    february = UsageMonthly.objects.filter(cluster=cluster, month=date(2026, 2, 1))
-    assert [row.reserved for row in february] == [huge, huge]
-    assert sum(row.requested for row in february) == Fraction(2, 7)
+    for monthly in (UsageMonthly, UsageModelMonthly):
+        february = monthly.objects.filter(cluster=cluster, month=date(2026, 2, 1))
+        assert [row.reserved for row in february] == [huge, huge], monthly
+        assert sum(row.requested for row in february) == Fraction(2, 7)
     [total] = usage_totals(admin_user, UsageQuery(date(2026, 2, 1), date(2026, 2, 28)))
     assert (total.reserved, total.requested) == (2 * huge, Fraction(2, 7))
 
@@ -584,3 +633,109 @@ def test_metering_begun_earlier_goes_back_and_collects_the_earlier_hours(story: 
 
     assert result.collected[:2] == [at(-2), at(-1)]
     assert MeteringState.objects.get(cluster=story.cluster).complete_until == at(2)
+
+
+def test_the_migration_backfills_the_rollups_by_gpu_model_exactly_even_past_a_bigint(
+    tenant_a: Tenant, catalog: dict[str, Offering]
+) -> None:
+    cluster = cluster_create(actor=None, name="west")
+    model = GpuModel.objects.get(slug="a100-80gb")
+    whole, mig = catalog["a100-80gb-whole"], catalog["a100-80gb-mig-1g-10gb"]
+    huge = Fraction(BIGINT_MAX // 2 + 1, 143)  # two of them add up beyond a bigint
+    day, month = date(2026, 2, 3), date(2026, 2, 1)
+    for rollup, when in ((UsageDaily, {"day": day}), (UsageMonthly, {"month": month})):
+        for offering, reserved, requested in (
+            (whole, Fraction(3, 7), Fraction(1, 2)),
+            (mig, Fraction(1, 7), Fraction(1, 3)),
+            (None, Fraction(2, 5), Fraction(2, 5)),
+        ):
+            row = rollup(
+                cluster=cluster, tenant=tenant_a, namespace=NAMESPACE, gpu_model=model,
+                offering=offering, used_gpu_hours=Decimal("1.250000"), **when,
+            )  # fmt: skip
+            row.reserved, row.requested = reserved, requested
+            row.save()
+        for offering in (whole, mig):  # another namespace: its numerators cannot add up
+            row = rollup(
+                cluster=cluster, tenant=tenant_a, namespace="t-big", gpu_model=model,
+                offering=offering, **when,
+            )  # fmt: skip
+            row.reserved, row.requested = huge, Fraction(1, 7)
+            row.save()
+    migration = importlib.import_module("portal.metering.migrations.0007_usage_model_rollups")
+
+    migration.backfill(django_apps, SimpleNamespace(connection=connection))
+
+    for added_up, when in (
+        (UsageModelDaily, {"day": day}),
+        (UsageModelMonthly, {"month": month}),
+    ):
+        rows = added_up.objects.filter(cluster=cluster, tenant=tenant_a, gpu_model=model, **when)
+        ours = rows.filter(namespace=NAMESPACE)
+        assert gpu_eq_sum(ours, name="reserved") == Fraction(3, 7) + Fraction(1, 7) + Fraction(2, 5)
+        assert gpu_eq_sum(ours, name="requested") == Fraction(1, 2) + Fraction(1, 3) + Fraction(
+            2, 5
+        )
+        assert sum(ours.values_list("used_gpu_hours", flat=True)) == Decimal("3.750000")
+        big = rows.filter(namespace="t-big")
+        assert sorted(row.reserved for row in big) == [huge, huge], added_up
+        assert gpu_eq_sum(big, name="requested") == Fraction(2, 7)
+
+
+def test_a_range_that_reaches_today_reads_the_month_so_far_from_its_monthly_row(
+    tenant_a: Tenant, finance_user: User
+) -> None:
+    cluster = cluster_create(actor=None, name="west")
+    now = hour_floor(datetime.now(UTC))
+    this_month = now.replace(day=1, hour=0)
+    following = (this_month + timedelta(days=32)).replace(day=1)
+    previous = (this_month - timedelta(days=1)).replace(day=1)
+    hours = {
+        previous + timedelta(days=3): Fraction(1, 7),
+        this_month: Fraction(2),
+        now: Fraction(1, 3),
+    }
+    for hour, reserved in hours.items():
+        row = UsageRecord(
+            cluster=cluster, hour=hour, tenant=tenant_a, namespace=NAMESPACE,
+            workload_kind="pod", workload="train",
+        )  # fmt: skip
+        row.reserved = row.requested = reserved
+        row.save()
+        daily_rollup(cluster, hour.date())
+
+    for end in (now.date(), following.date() + timedelta(days=40)):
+        query = UsageQuery(previous.date(), end, ["tenant"])
+        with CaptureQueriesContext(connection) as read:
+            [total] = usage_totals(finance_user, query)
+        assert total.reserved == sum(hours.values())
+        [monthly] = [q["sql"] for q in read.captured_queries if "usagemodelmonthly" in q["sql"]]
+        # Up to the first day after the end's month: this month so far from its monthly row.
+        after = (end.replace(day=28) + timedelta(days=4)).replace(day=1)
+        assert f"< '{after}'::date" in monthly, end
+
+
+def test_rollup_rows_are_summed_exactly_whatever_denominator_they_are_stored_over(
+    tenant_a: Tenant, finance_user: User
+) -> None:
+    cluster = cluster_create(actor=None, name="west")
+    day = date(2026, 2, 3)
+    # Over the common denominator, in lowest terms that divide it (as an older rollup might
+    # have stored them), in lowest terms that do not, and too large to scale.
+    parts = [
+        (9 * COMMON_DENOMINATOR // 7, COMMON_DENOMINATOR),
+        (1, 7),
+        (1, 143),
+        (BIGINT_MAX // COMMON_DENOMINATOR + 1, 7),
+    ]
+    for numerator, denominator in parts:
+        UsageModelDaily.objects.create(
+            cluster=cluster, tenant=tenant_a, namespace=NAMESPACE, day=day,
+            reserved_num=numerator, reserved_den=denominator,
+            requested_num=numerator, requested_den=denominator,
+        )  # fmt: skip
+
+    [total] = usage_totals(finance_user, UsageQuery(day, day, ["tenant"]))
+
+    expected = sum(Fraction(numerator, denominator) for numerator, denominator in parts)
+    assert (total.reserved, total.requested) == (expected, expected)
