@@ -309,6 +309,16 @@ class UsageRecord(WorkloadUsage):
         return f"{self.hour:%Y-%m-%d %H:00} {self.namespace} {self.workload}"
 
 
+def rollup_indexes(period: str) -> list[models.Index]:
+    """A rollup's indexes by `period` (its day or month column): per cluster, per tenant and
+    alone (named by Django after each table, as if written out in each)."""
+    return [
+        models.Index(fields=["cluster", period]),
+        models.Index(fields=["tenant", period]),
+        models.Index(fields=[period]),
+    ]
+
+
 class UsageDaily(UsageMeasures):
     """The day's usage per cluster x tenant x namespace x GPU model x offering: the rollup
     that keeps a year of dashboards fast. Rewritten whole for the day each time one of its
@@ -321,11 +331,7 @@ class UsageDaily(UsageMeasures):
 
     class Meta(UsageMeasures.Meta):
         ordering = ["day", "id"]
-        indexes = [
-            models.Index(fields=["cluster", "day"]),
-            models.Index(fields=["tenant", "day"]),
-            models.Index(fields=["day"]),
-        ]
+        indexes = rollup_indexes("day")
 
     def __str__(self) -> str:
         return f"{self.day} {self.namespace}"
@@ -343,11 +349,7 @@ class UsageMonthly(UsageMeasures):
 
     class Meta(UsageMeasures.Meta):
         ordering = ["month", "id"]
-        indexes = [
-            models.Index(fields=["cluster", "month"]),
-            models.Index(fields=["tenant", "month"]),
-            models.Index(fields=["month"]),
-        ]
+        indexes = rollup_indexes("month")
 
     def __str__(self) -> str:
         return f"{self.month:%Y-%m} {self.namespace}"
@@ -368,11 +370,7 @@ class UsageModelDaily(ModelUsageMeasures):
 
     class Meta(ModelUsageMeasures.Meta):
         ordering = ["day", "id"]
-        indexes = [
-            models.Index(fields=["cluster", "day"]),
-            models.Index(fields=["tenant", "day"]),
-            models.Index(fields=["day"]),
-        ]
+        indexes = rollup_indexes("day")
 
     def __str__(self) -> str:
         return f"{self.day} {self.namespace}"
@@ -389,11 +387,7 @@ class UsageModelMonthly(ModelUsageMeasures):
 
     class Meta(ModelUsageMeasures.Meta):
         ordering = ["month", "id"]
-        indexes = [
-            models.Index(fields=["cluster", "month"]),
-            models.Index(fields=["tenant", "month"]),
-            models.Index(fields=["month"]),
-        ]
+        indexes = rollup_indexes("month")
 
     def __str__(self) -> str:
         return f"{self.month:%Y-%m} {self.namespace}"
