@@ -303,6 +303,11 @@ CELERY_BEAT_SCHEDULE |= {
         "task": "portal.metering.tasks.collect_usage",
         "schedule": float(PORTAL_METERING_SECONDS),
     },
+    # The open months' provisional totals, priced anew once new usage is in (billing).
+    "price-open-months": {
+        "task": "portal.billing.tasks.price_open_months",
+        "schedule": float(PORTAL_METERING_SECONDS),
+    },
 }
 
 # Budgets: how often each tenant's month is checked against its budget (80% and 100% notify

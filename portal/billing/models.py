@@ -140,6 +140,37 @@ class Statement(models.Model):
         return f"{self.period} {self.tenant_id}"
 
 
+class OpenMonthTotal(models.Model):
+    """A tenant's provisional statement total for an open month on one charge basis, as last
+    priced from the usage records, kept so that a month's list of every tenant's statements
+    is not priced anew at each reading (portal/billing/provisional.py). `inputs` names what it
+    was priced from; a row whose inputs have changed since, or older than
+    `provisional.REPRICE_AFTER`, is priced again before it is shown."""
+
+    month = models.DateField()
+    basis = models.CharField(max_length=16, choices=Basis.choices)
+    tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+")
+    # Every currency its rate cards are in, comma-separated: more than one is a statement
+    # that cannot be priced (`pricing.currency_problem` says why, in the reader's language).
+    currencies = models.TextField(blank=True)
+    total = models.DecimalField(max_digits=18, decimal_places=2)
+    inputs = models.CharField(max_length=200)
+    priced_at = models.DateTimeField()
+
+    objects = VisibleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["month", "tenant__slug"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["month", "basis", "tenant"], name="open_month_total_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m} {self.tenant_id} {self.basis}"
+
+
 class StatementLine(models.Model):
     """GPU model x offering x user x workload x rate: a quantity of the basis, priced."""
 
@@ -260,6 +291,7 @@ def _led_tenants_scope(tenant_path: str) -> Any:
 register_scope(RateCard, _visible_rate_cards)
 register_scope(StatementLine, _led_tenants_scope("statement__tenant"))
 register_scope(Statement, _led_tenants_scope("tenant"))
+register_scope(OpenMonthTotal, _led_tenants_scope("tenant"))
 
 
 register_scope(Budget, _led_tenants_scope("tenant"))

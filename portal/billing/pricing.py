@@ -215,15 +215,25 @@ def tenant_month_priced(
 def currency_problem(priced: Priced) -> str:
     """Why `priced` cannot be one statement (its rate cards are in more than one currency);
     empty when it can."""
-    currencies = {line.currency for line in priced.lines if line.currency}
+    return currencies_problem(priced.tenant, priced.month, line_currencies(priced))
+
+
+def line_currencies(priced: Priced) -> set[str]:
+    """The currencies of `priced`'s lines (more than one: it cannot be one statement)."""
+    return {line.currency for line in priced.lines if line.currency}
+
+
+def currencies_problem(tenant: Tenant, month: date, currencies: set[str]) -> str:
+    """Why a statement of `tenant` in `month` whose lines are in `currencies` cannot be priced;
+    empty when it can (one currency or none)."""
     if len(currencies) <= 1:
         return ""
     return gettext(
         "The rate cards for %(tenant)s in %(month)s are in %(currencies)s: one statement "
         "takes one currency."
     ) % {
-        "tenant": priced.tenant.slug,
-        "month": f"{priced.month:%Y-%m}",
+        "tenant": tenant.slug,
+        "month": f"{month:%Y-%m}",
         # Translators: joins currency codes, as in "EUR and USD".
         "currencies": gettext(" and ").join(sorted(currencies)),
     }

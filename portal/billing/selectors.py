@@ -29,12 +29,11 @@ from portal.billing.models import (
 from portal.billing.pricing import (
     UNITS,
     Priced,
-    currency_problem,
-    month_priced,
     price,
     tenant_month_priced,
     tenants_with_usage,
 )
+from portal.billing.provisional import provisional_totals
 from portal.billing.unreserved import WORKLOADS
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.models import AuditEvent
@@ -225,15 +224,18 @@ def _month_views(
         stored = statements_seen(user, narrowed).filter(period=period).select_related("tenant")
         return [_final(month, row) for row in stored.order_by("tenant__slug")]
     listed = list(tenants_with_usage(month, tenants))
-    priced = month_priced(listed, month, basis=settings.PORTAL_CHARGE_BASIS)  # all at once
+    basis = settings.PORTAL_CHARGE_BASIS
+    totals = provisional_totals(listed, month, basis=basis)  # stored, or priced all at once
     views = []
     for tenant in listed:
         # One tenant's mixed currencies must not hide the others.
-        problem = currency_problem(priced[tenant.pk])
-        if problem:
-            views.append(_unpriceable(month, tenant, problem))
+        total = totals[tenant.pk]
+        if total.problem:
+            views.append(_unpriceable(month, tenant, total.problem))
             continue
-        views.append(_provisional(month, tenant, priced[tenant.pk]))
+        views.append(
+            StatementView(month, tenant, tenant.cost_centre, total.currency, basis, total.total)
+        )
     return views
 
 

@@ -2,10 +2,12 @@
 `GET /api/v1/spend/`.
 
 A closed month's numbers are its stored statements' totals (one query for every closed month).
-An open month is priced from the daily rollup (`UsageDaily`, one grouped query for every open
-month of the range) instead of pricing each tenant's hourly records: rate cards take effect by
-day, so a day's quantity per GPU model and offering finds its card exactly, and with it the day's
-requested CPU core-hours and memory GiB-hours their prices on that card. Its amount is the
+An open month is priced from the rollups by offering instead of pricing each tenant's hourly
+records: from the monthly rollup (`UsageMonthly`) when no rate card takes effect within the
+month, else from the daily one (`UsageDaily`); one grouped query each for every open month of
+the range. Rate cards take effect by day, so a month's (or a day's) quantity per GPU model and
+offering finds its card exactly, and with it the requested CPU core-hours and memory GiB-hours
+their prices on that card. Its amount is the
 exact price of the month's quantities, rounded once to the cent per tenant and month; a
 statement rounds each of its lines (model x offering x user x workload x card) instead, so an
 open month's number is *provisional, approx.*: it may differ from the provisional statement's
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Case, F, Q, QuerySet, Sum, Value, When
@@ -28,7 +31,7 @@ from portal.billing.pricing import CENT, CPU, GPU, RAM, RateBook, card_price, mo
 from portal.billing.selectors import month_of, statements_seen, tenants_seen
 from portal.catalog.models import Offering
 from portal.core.errors import ValidationFailed
-from portal.metering.models import UsageDaily
+from portal.metering.models import Measures, UsageDaily, UsageMonthly
 from tenants.models import Tenant
 
 # The longest range one answer covers, and the range the page charts.
@@ -99,25 +102,53 @@ def _round(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
+def _rollup_sums(
+    months: list[date], rates: RateBook, tenants_filter: Q
+) -> dict[tuple[Any, ...], Measures]:
+    """(tenant id, first day, GPU model id, offering id) -> the usage of `months`. A month no
+    card takes effect within is read from its monthly row (first day: the month's); a month with
+    a change, from its days."""
+    whole: list[date] = []
+    split: list[date] = []
+    for month in months:
+        begin, end = month_bounds(month)
+        (split if rates.changes_within(begin.date(), end.date()) else whole).append(month)
+    group = ["tenant_id", "since", "gpu_model_id", "offering_id"]
+    sums = (
+        UsageMonthly.objects.filter(month__in=whole)
+        .filter(tenants_filter)
+        .annotate(since=F("month"))
+        .measure_sums(group)
+        if whole
+        else {}
+    )
+    if split:
+        days = Q()
+        for month in split:
+            begin, end = month_bounds(month)
+            days |= Q(day__gte=begin.date(), day__lt=end.date())
+        sums |= (
+            UsageDaily.objects.filter(days)
+            .filter(tenants_filter)
+            .annotate(since=F("day"))
+            .measure_sums(group)
+        )
+    return sums
+
+
 def _rollup_priced(
     months: list[date], *, basis: str, tenants_filter: Q
 ) -> dict[tuple[date, int], dict[str, Decimal]]:
     """(month, tenant id) -> currency -> exact amount (no currency: nothing priced), from the
-    daily rollup of `months`: one grouped query, the rate cards and the offerings' backends."""
+    rollups of `months`: the rate cards, one grouped query of the monthly rollup for the months
+    no card takes effect within and one of the daily rollup for the others, and the offerings'
+    backends."""
     if not months:
         return {}
-    days = Q()
-    for month in months:
-        begin, end = month_bounds(month)
-        days |= Q(day__gte=begin.date(), day__lt=end.date())
-    sums = (
-        UsageDaily.objects.filter(days)
-        .filter(tenants_filter)
-        .measure_sums(["tenant_id", "day", "gpu_model_id", "offering_id"])
-    )
+    rates = RateBook.load()
+    sums = _rollup_sums(months, rates, tenants_filter)
     if not sums:
         return {}
-    rates = RateBook.load()
     backends = dict(
         Offering.objects.filter(pk__in={key[3] for key in sums if key[3] is not None}).values_list(
             "pk", "backend_id"

@@ -40,8 +40,10 @@ from tests.sheets import xlsx_rows
 PERIOD = f"{MONTH:%Y-%m}"
 # A closed month's page: session, user, cost centres, the last closed month, the watermarks, the
 # month's period (and who closed it), a page of statements, their count, the page's budgets, the
-# totals per cost centre; the chart's periods, the rollup of its open months and its two sums.
-CLOSED_PAGE_QUERIES = 15
+# totals per cost centre; the chart's periods, the rate cards, the rollups of its open months
+# (monthly rows where no card takes effect within the month, daily rows where one does) and its
+# two sums.
+CLOSED_PAGE_QUERIES = 16
 
 
 @dataclass

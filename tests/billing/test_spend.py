@@ -1,9 +1,10 @@
 """Spend per tenant per month: the chargeback page's chart and table, and `GET spend/`.
 
-Closed months are the stored statements' totals; open months are priced from the daily rollup
-and rounded once per tenant and month (README, "Spend per month"). Usage comes from the
-allocation ledger as in test_pages (allocations moved into last month, collected by the real
-metering code with a metrics source that sees no pods).
+Closed months are the stored statements' totals; open months are priced from the rollups (the
+monthly one, or the daily one where a price changes within the month) and rounded once per
+tenant and month (README, "Spend per month"). Usage comes from the allocation ledger as in
+test_pages (allocations moved into last month, collected by the real metering code with a
+metrics source that sees no pods).
 """
 
 import io
@@ -144,6 +145,27 @@ def test_open_months_equal_the_statements_when_every_line_is_in_whole_cents(
 
     assert {row.tenant.slug: row.total for row in rows if row.month == MONTH} == statements
     assert {row.month for row in rows} == {MONTH}  # no usage in the other months
+
+
+def test_a_month_a_new_price_takes_effect_within_is_priced_by_day_as_its_statement(
+    ledger: Ledger,  # noqa: F811  (the fixture)
+    finance_user: User,
+) -> None:
+    # 2 hours at 2.00 before the new card, 3 hours at 5.00 from its first day: 19.00. The
+    # month's monthly row alone would price all 5 hours at one card.
+    tenant, member = ledger.tenant("vision", "CC-4100")
+    ledger.allocate(tenant, member, WHOLE, BEGIN + DAY, 2)
+    ledger.allocate(tenant, member, WHOLE, BEGIN + 20 * DAY, 3)
+    rate_card_create(
+        actor=finance_user, gpu_model=GpuModel.objects.get(slug="a100-80gb"), backend=None,
+        currency="EUR", price_per_gpu_eq_hour="5.00", effective_from=MONTH + 10 * DAY,
+    )  # fmt: skip
+    ledger.collect()
+
+    [statement] = statements_for(finance_user, MONTH)
+    [row] = spend_for(finance_user, shift(MONTH, -1), MONTH).rows
+
+    assert (row.month, row.total, statement.total) == (MONTH, Decimal("19.00"), Decimal("19.00"))
 
 
 def test_a_tenant_whose_rates_mix_currencies_is_not_charted_but_named(
@@ -415,13 +437,15 @@ def test_the_pages_chart_sums_closed_months_in_the_database_as_the_rows_would(
 # Query counts: neither provisional statements nor spend cost queries per tenant
 
 # The finance page of an open month: session, user, cost centres, periods, watermarks, the
-# tenants with usage, rate cards, the month's grouped usage and offerings (statements), then the
-# spend chart's periods, rollup, rate cards, offerings and tenants, and the budgets of the
-# *Budget used* column. The statements list and `spend/` read their share of those. The same
-# with 3 tenants as with 30.
-PAGE_QUERIES = 17
+# tenants with usage, what their totals are priced from and the stored totals; on the first
+# reading rate cards, the month's grouped usage and offerings and the store of the totals
+# (statements); then the spend chart's periods, rate cards, rollups (monthly and daily rows),
+# offerings and tenants, and the budgets of the *Budget used* column. The statements list and
+# `spend/` read their share of those. The same with 3 tenants as with 30.
+PAGE_QUERIES = 20
+STORED_PAGE_QUERIES = 17
 STATEMENTS_QUERIES = 7
-SPEND_QUERIES = 7
+SPEND_QUERIES = 8
 
 
 @pytest.mark.parametrize("tenants", [3, 30])
@@ -441,6 +465,9 @@ def test_open_month_pages_and_lists_take_a_bounded_number_of_queries(
 
     with django_assert_max_num_queries(PAGE_QUERIES):
         page = client.get(f"/chargeback/?period={PERIOD}")
+    with django_assert_max_num_queries(STORED_PAGE_QUERIES):
+        again = client.get(f"/chargeback/?period={PERIOD}")
+    assert again.text.count('<span class="state provisional">provisional</span>') == tenants
     with django_assert_max_num_queries(STATEMENTS_QUERIES):
         statements = client.get("/api/v1/statements/", {"period": PERIOD, "page_size": 100})
     with django_assert_max_num_queries(SPEND_QUERIES):

@@ -20,6 +20,7 @@ from portal.billing.models import (
     Budget,
     BudgetAlert,
     BudgetUnit,
+    OpenMonthTotal,
     Period,
     PeriodState,
     Statement,
@@ -176,6 +177,11 @@ def world(
         StatementLine.objects.create(
             statement=statement, position=1, unit="GPU-eq-hour", amount=Decimal("1.00")
         )
+        # An open month's stored provisional total for each.
+        OpenMonthTotal.objects.create(
+            month=date(2026, 2, 1), basis="reserved", tenant=tenant, currencies="EUR",
+            total=Decimal("2.00"), inputs="test", priced_at=timezone.now(),
+        )  # fmt: skip
         # A budget for each, and its 80% alert this month.
         Budget.objects.create(
             tenant=tenant, unit=BudgetUnit.GPU_EQ_HOURS, amount=Decimal("10.00"), currency=""
@@ -383,6 +389,7 @@ EXPECTED: dict[type[models.Model], Callable[[World, str], Callable[[Any], bool]]
     UsageModelMonthly: _expected_daily_usage,
     UsageWorkloadDaily: _expected_usage,
     Statement: _expected_statements,
+    OpenMonthTotal: _expected_statements,
     StatementLine: _expected_statement_lines,
     Budget: _expected_statements,
     BudgetAlert: _expected_statements,

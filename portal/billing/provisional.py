@@ -1,0 +1,147 @@
+"""An open month's provisional statement totals, kept between readings.
+
+Finance's Chargeback page and `GET /api/v1/statements/` list an open month's statement of every
+tenant with usage, sorted and totalled by cost centre. Pricing a month of a thousand tenants'
+usage by workload takes seconds (`pricing.month_priced`), and the usage changes only when a
+window is collected. So each tenant's total is stored (`OpenMonthTotal`) with the `inputs` it
+was priced from, and a reading prices again only the tenants whose stored total is missing,
+was priced from other inputs, or is older than `REPRICE_AFTER`.
+
+The inputs are read in one query:
+
+- the newest row of the per-workload daily rollup, which pricing reads: collecting a window
+  rewrites its day's rows (delete, then insert), so any new or collected-again usage moves it;
+- how many usage windows are done: a window is marked started (committed) before it is
+  collected and done in the transaction that writes its usage, so a window that commits after
+  another cluster's window with newer rows still moves the inputs;
+- the newest capacity row, which the share of unreserved capacity is priced from;
+- the newest rate card and how many there are (cards are never edited; one deleted moves the
+  count);
+- the charge basis and whether unreserved capacity is charged (settings).
+
+A change these do not see (an offering moved to another sharing backend, usage deleted with no
+usage written after it) is priced at the latest `REPRICE_AFTER` later. One statement's page
+and the month's close price from the usage records as before: never from these totals.
+
+`open_months_price` (a periodic task, every PORTAL_METERING_SECONDS) prices the current month
+and the one before it, while open, as soon as new usage is in: a reader seldom waits for it.
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from portal.billing.models import OpenMonthTotal, Period, PeriodState, RateCard
+from portal.billing.pricing import (
+    currencies_problem,
+    line_currencies,
+    month_priced,
+    tenants_with_usage,
+)
+from portal.metering.models import UsageCapacity, UsageWindow, UsageWorkloadDaily, WindowState
+from tenants.models import Tenant
+
+REPRICE_AFTER = timedelta(minutes=15)
+
+
+@dataclass(frozen=True)
+class ProvisionalTotal:
+    """A tenant's open-month total in its one currency, or why it cannot be priced."""
+
+    currency: str
+    total: Decimal
+    problem: str
+
+
+def pricing_inputs(basis: str) -> str:
+    """What an open month's totals are priced from, as a short text (module docstring)."""
+    tables = [
+        connection.ops.quote_name(model._meta.db_table)
+        for model in (UsageWorkloadDaily, UsageCapacity, RateCard, UsageWindow)
+    ]
+    # Table names of our models; the one value is a parameter. One round trip for the lookups.
+    newest = ", ".join(f"(SELECT MAX(id) FROM {table})" for table in tables[:3])  # noqa: S608
+    cards = f"(SELECT COUNT(*) FROM {tables[2]})"  # noqa: S608
+    done = f"(SELECT COUNT(*) FROM {tables[3]} WHERE state = %s)"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {newest}, {cards}, {done}", [WindowState.DONE])
+        row = cursor.fetchone()
+    unreserved = int(bool(settings.PORTAL_CHARGE_UNRESERVED))
+    return ":".join(str(value) for value in (basis, unreserved, *row))
+
+
+def provisional_totals(
+    tenants: list[Tenant], month: date, *, basis: str
+) -> dict[int, ProvisionalTotal]:
+    """Each of `tenants`' provisional total for the open `month` on `basis`, by tenant id: the
+    stored one where it is current, priced now (all at once) and stored where it is not."""
+    if not tenants:
+        return {}
+    inputs = pricing_inputs(basis)
+    now = timezone.now()
+    stored = {
+        row.tenant_id: row
+        for row in OpenMonthTotal.objects.filter(
+            month=month,
+            basis=basis,
+            tenant__in=[tenant.pk for tenant in tenants],
+            inputs=inputs,
+            priced_at__gt=now - REPRICE_AFTER,
+        ).order_by()
+    }
+    missing = [tenant for tenant in tenants if tenant.pk not in stored]
+    if missing:
+        priced = month_priced(missing, month, basis=basis)
+        rows = [
+            OpenMonthTotal(
+                month=month,
+                basis=basis,
+                tenant=tenant,
+                currencies=",".join(sorted(line_currencies(priced[tenant.pk]))),
+                total=priced[tenant.pk].total,
+                inputs=inputs,
+                priced_at=now,
+            )
+            for tenant in missing
+        ]
+        # Two readers pricing at once write the same totals: the later one wins.
+        OpenMonthTotal.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["month", "basis", "tenant"],
+            update_fields=["currencies", "total", "inputs", "priced_at"],
+        )
+        stored |= {row.tenant_id: row for row in rows}
+    totals = {}
+    for tenant in tenants:
+        row = stored[tenant.pk]
+        currencies = set(row.currencies.split(",")) - {""}
+        problem = currencies_problem(tenant, month, currencies)
+        totals[tenant.pk] = ProvisionalTotal(
+            "" if problem else next(iter(currencies), ""),
+            Decimal("0.00") if problem else row.total,
+            problem,
+        )
+    return totals
+
+
+def open_months_price() -> int:
+    """Store the provisional totals of the current month and of the month before it while it
+    is open, on the configured basis, where they are not current; how many tenants' totals
+    are current now."""
+    current = datetime.now(UTC).date().replace(day=1)
+    previous = (current - timedelta(days=1)).replace(day=1)
+    closed = set(
+        Period.objects.filter(month__in=[previous, current], state=PeriodState.CLOSED)
+        .values_list("month", flat=True)
+    )  # fmt: skip
+    priced = 0
+    for month in (previous, current):
+        if month not in closed:
+            tenants = list(tenants_with_usage(month))
+            priced += len(provisional_totals(tenants, month, basis=settings.PORTAL_CHARGE_BASIS))
+    return priced
