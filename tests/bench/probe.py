@@ -116,6 +116,10 @@ def scenarios(
             "page",
             f"/chargeback/?period={closed_month}",
         ),
+        # The open month so far (the page's default): every tenant's provisional total, read
+        # as stored once priced (the first reading prices them), and its spend chart.
+        Scenario("API statements/ finance this month", "finance", "api", "/api/v1/statements/"),
+        Scenario("page Chargeback (finance) this month", "finance", "page", "/chargeback/"),
         # Usage: the default fortnight from the daily rollup (finance, a lead's tenant) and
         # from the hourly records (a developer's own); a year of every tenant by GPU model.
         Scenario("API usage/ finance", "finance", "api", "/api/v1/usage/"),
