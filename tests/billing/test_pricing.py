@@ -163,12 +163,17 @@ def test_price_rounds_half_up_to_the_cent() -> None:
     assert price(Fraction(1, 3), Decimal("1")) == Decimal("0.33")
 
 
-def test_two_currencies_in_one_statement_are_refused(books: Books) -> None:
+def two_currencies(books: Books) -> None:
+    """Usage of whole GPUs priced in EUR and of MIG slices priced in USD, collected."""
     books.allocate("a100-80gb-whole", BEGIN + DAY, 2)
     books.allocate("a100-80gb-mig-1g-10gb", BEGIN + DAY, 7)
     card(books, "2.00", MONTH, currency="EUR", backend="whole")
     card(books, "2.00", MONTH, currency="USD", backend="mig")
     books.collect()
+
+
+def test_two_currencies_in_one_statement_are_refused(books: Books) -> None:
+    two_currencies(books)
 
     with pytest.raises(Conflict, match="EUR and USD"):
         tenant_month_priced(books.tenant, MONTH, basis="reserved")
@@ -237,11 +242,7 @@ def test_a_month_is_not_closed_before_its_usage_is_complete(books: Books, lead: 
 
 
 def test_a_tenant_with_two_currencies_does_not_hide_the_others_statements(books: Books) -> None:
-    books.allocate("a100-80gb-whole", BEGIN + DAY, 2)
-    books.allocate("a100-80gb-mig-1g-10gb", BEGIN + DAY, 7)
-    card(books, "2.00", MONTH, currency="EUR", backend="whole")
-    card(books, "2.00", MONTH, currency="USD", backend="mig")
-    books.collect()
+    two_currencies(books)
 
     [statement] = statements_for(books.finance, MONTH)
 

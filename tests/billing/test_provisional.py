@@ -17,7 +17,16 @@ from portal.billing.tasks import price_open_months
 from portal.metering.models import UsageWindow, UsageWorkloadDaily, WindowState
 from tenants.models import MemberRole, Membership, Tenant
 from tenants.services import membership_set
-from tests.billing.test_pricing import BEGIN, DAY, MONTH, Books, _usage, books, card
+from tests.billing.test_pricing import (
+    BEGIN,
+    DAY,
+    MONTH,
+    Books,
+    _usage,
+    books,
+    card,
+    two_currencies,
+)
 
 __all__ = ["books"]  # the fixture, shared with the pricing tests
 
@@ -94,11 +103,7 @@ def test_an_open_months_totals_are_stored_and_priced_again_when_usage_or_prices_
 def test_a_stored_total_in_two_currencies_is_explained_in_each_readers_language(
     books: Books,
 ) -> None:
-    books.allocate("a100-80gb-whole", BEGIN + DAY, 2)
-    books.allocate("a100-80gb-mig-1g-10gb", BEGIN + DAY, 7)
-    card(books, "2.00", MONTH, currency="EUR", backend="whole")
-    card(books, "2.00", MONTH, currency="USD", backend="mig")
-    books.collect()
+    two_currencies(books)
 
     [english] = statements_for(books.finance, MONTH)
     with translation.override("zh-hans"):
