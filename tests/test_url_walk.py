@@ -15,7 +15,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from portal.accounts.services import user_create
 from portal.accounts.tokens import api_token_create
 from portal.allocations.services import gpu_request_extend, gpu_request_submit
-from portal.billing.selectors import current_month
+from portal.billing.pricing import current_month
 from portal.billing.services import budget_set
 from portal.catalog.services import gpu_pool_create, notebook_image_create, offering_create
 from portal.cluster.models import ProvisioningRun

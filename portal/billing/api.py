@@ -27,12 +27,12 @@ from portal.billing import services
 from portal.billing.downloads import FORMATS, statement_download
 from portal.billing.filters import RateCardFilter
 from portal.billing.models import Period, RateCard
+from portal.billing.pricing import current_month
 from portal.billing.selectors import (
     LINE_COLUMNS,
     LineView,
     MonthStatements,
     StatementView,
-    current_month,
     month_of,
     periods,
     rate_cards,

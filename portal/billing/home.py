@@ -10,8 +10,8 @@ from django.conf import settings
 from portal.accounts.models import User
 from portal.billing.budgets import BudgetStatus, budget_status
 from portal.billing.models import Budget, PeriodState
-from portal.billing.pricing import month_priced
-from portal.billing.selectors import current_month, periods
+from portal.billing.pricing import current_month, month_priced
+from portal.billing.selectors import periods
 from portal.billing.spend import SpendRow, spend_for
 from portal.core.home import HOME_LED_TENANTS, HOME_ROWS, home_register
 from tenants.access import tenants_led_by, tenants_led_first, tenants_of

@@ -59,6 +59,11 @@ def card_price(card: RateCard, resource: str) -> Decimal | None:
     return card.price_per_gpu_eq_hour
 
 
+def current_month() -> date:
+    """The first day of this month (UTC)."""
+    return datetime.now(UTC).date().replace(day=1)
+
+
 def month_bounds(month: date) -> tuple[datetime, datetime]:
     """The first instant of `month` and of the month after, in UTC."""
     first = month.replace(day=1)

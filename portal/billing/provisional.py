@@ -23,25 +23,21 @@ A change these do not see (an offering moved to another sharing backend, usage d
 usage written after it) is priced at the latest `REPRICE_AFTER` later. One statement's page
 and the month's close price from the usage records as before: never from these totals.
 
-`open_months_price` (a periodic task, every PORTAL_METERING_SECONDS) prices the current month
-and the one before it, while open, as soon as new usage is in: a reader seldom waits for it.
+`services.open_months_price` (the periodic task `price_open_months`, every
+PORTAL_METERING_SECONDS) prices the current month and the one before it, while open, as soon as
+new usage is in: a reader seldom waits for it.
 """
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from portal.billing.models import OpenMonthTotal, Period, PeriodState, RateCard
-from portal.billing.pricing import (
-    currencies_problem,
-    line_currencies,
-    month_priced,
-    tenants_with_usage,
-)
+from portal.billing.models import OpenMonthTotal, RateCard
+from portal.billing.pricing import currencies_problem, line_currencies, month_priced
 from portal.metering.models import UsageCapacity, UsageWindow, UsageWorkloadDaily, WindowState
 from tenants.models import Tenant
 
@@ -50,9 +46,10 @@ REPRICE_AFTER = timedelta(minutes=15)
 
 @dataclass(frozen=True)
 class ProvisionalTotal:
-    """A tenant's open-month total in its one currency, or why it cannot be priced."""
+    """A tenant's open-month total and its currency, or `problem` (in the reader's language)
+    when its rate cards are in more than one currency and it cannot be one statement."""
 
-    currency: str
+    currency: str  # read only without a problem
     total: Decimal
     problem: str
 
@@ -120,28 +117,7 @@ def provisional_totals(
     for tenant in tenants:
         row = stored[tenant.pk]
         currencies = set(row.currencies.split(",")) - {""}
-        problem = currencies_problem(tenant, month, currencies)
         totals[tenant.pk] = ProvisionalTotal(
-            "" if problem else next(iter(currencies), ""),
-            Decimal("0.00") if problem else row.total,
-            problem,
+            row.currencies, row.total, currencies_problem(tenant, month, currencies)
         )
     return totals
-
-
-def open_months_price() -> int:
-    """Store the provisional totals of the current month and of the month before it while it
-    is open, on the configured basis, where they are not current; how many tenants' totals
-    are current now."""
-    current = datetime.now(UTC).date().replace(day=1)
-    previous = (current - timedelta(days=1)).replace(day=1)
-    closed = set(
-        Period.objects.filter(month__in=[previous, current], state=PeriodState.CLOSED)
-        .values_list("month", flat=True)
-    )  # fmt: skip
-    priced = 0
-    for month in (previous, current):
-        if month not in closed:
-            tenants = list(tenants_with_usage(month))
-            priced += len(provisional_totals(tenants, month, basis=settings.PORTAL_CHARGE_BASIS))
-    return priced

@@ -7,7 +7,7 @@ A statement is named `<YYYY-MM>-<tenant slug>` in pages and the API, final or no
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import Any
@@ -29,6 +29,7 @@ from portal.billing.models import (
 from portal.billing.pricing import (
     UNITS,
     Priced,
+    current_month,
     price,
     tenant_month_priced,
     tenants_with_usage,
@@ -83,10 +84,6 @@ def month_of(text: str, *, field: str = "period") -> date:
             % {"first": f"{FIRST_YEAR}-01", "last": f"{last}-12"},
         )
     return date(int(match.group(1)), int(match.group(2)), 1)
-
-
-def current_month() -> date:
-    return datetime.now(UTC).date().replace(day=1)
 
 
 @dataclass(frozen=True)

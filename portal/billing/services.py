@@ -28,10 +28,12 @@ from portal.billing.models import (
 )
 from portal.billing.pricing import (
     currency_problem,
+    current_month,
     month_bounds,
     month_priced,
     tenants_with_usage,
 )
+from portal.billing.provisional import provisional_totals
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.core.audit import audit_record, changes_between, snapshot
 from portal.core.bulk import rows_insert
@@ -341,7 +343,7 @@ def budget_set(
         return budget
     budget.save()
     if "unit" in changed or "amount" in changed:
-        BudgetAlert.objects.filter(tenant=tenant, month=_this_month()).delete()
+        BudgetAlert.objects.filter(tenant=tenant, month=current_month()).delete()
     audit_record(actor=actor, action="budget.set", target=budget, tenant=tenant, changes=changed)
     return budget
 
@@ -360,12 +362,8 @@ def budget_remove(*, actor: User, tenant: Tenant) -> None:
         tenant=tenant,
         changes=changes_between(snapshot(budget, BUDGET_FIELDS), {}, BUDGET_FIELDS),
     )
-    BudgetAlert.objects.filter(tenant=tenant, month=_this_month()).delete()
+    BudgetAlert.objects.filter(tenant=tenant, month=current_month()).delete()
     budget.delete()
-
-
-def _this_month() -> date:
-    return timezone.now().astimezone(UTC).date().replace(day=1)
 
 
 def _months_to_check(now: datetime) -> list[datetime]:
@@ -411,6 +409,24 @@ def budgets_check(*, now: datetime | None = None) -> int:
     for alert_id in unsent:
         send_budget_alert.delay(alert_id)
     return made
+
+
+def open_months_price() -> int:
+    """Periodic: store the provisional totals of the current month, and of the month before it
+    while it is open, on the configured basis, where they are not current
+    (`provisional.provisional_totals`); how many tenants' totals are current now."""
+    current = current_month()
+    previous = (current - timedelta(days=1)).replace(day=1)
+    closed = set(
+        Period.objects.filter(month__in=[previous, current], state=PeriodState.CLOSED)
+        .values_list("month", flat=True)
+    )  # fmt: skip
+    priced = 0
+    for month in (previous, current):
+        if month not in closed:
+            tenants = list(tenants_with_usage(month))
+            priced += len(provisional_totals(tenants, month, basis=settings.PORTAL_CHARGE_BASIS))
+    return priced
 
 
 # How long an alert's first email may take before the next check sends it again.

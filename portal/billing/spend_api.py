@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 from portal.billing.api import PAGE_PARAMETERS
 from portal.billing.models import Basis
-from portal.billing.selectors import current_month
+from portal.billing.pricing import current_month
 from portal.billing.serializers import MonthField
 from portal.billing.spend import CHART_MONTHS, MAX_MONTHS, Spend, SpendRow, spend_for, spend_range
 from portal.core.http import api_user

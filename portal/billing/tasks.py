@@ -3,8 +3,7 @@ months' provisional totals."""
 
 from celery import shared_task
 
-from portal.billing.provisional import open_months_price
-from portal.billing.services import budget_alert_send, budgets_check
+from portal.billing.services import budget_alert_send, budgets_check, open_months_price
 from portal.core.task_base import RobustlySentTask
 
 

@@ -31,11 +31,11 @@ from portal.billing.budget_views import BudgetPanel
 from portal.billing.budgets import budget_column
 from portal.billing.forms import ChargebackFilterForm, PeriodReopenForm, RateCardForm
 from portal.billing.models import PeriodState, RateCard
+from portal.billing.pricing import current_month
 from portal.billing.selectors import (
     LineView,
     MonthStatements,
     StatementView,
-    current_month,
     grand_totals,
     month_of,
     periods,

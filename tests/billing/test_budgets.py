@@ -22,8 +22,7 @@ from portal.allocations.selectors import gpu_request_preview
 from portal.allocations.services import gpu_request_extend, gpu_request_submit
 from portal.billing.budgets import budget_status
 from portal.billing.models import Budget, BudgetAlert, Period, PeriodState
-from portal.billing.pricing import month_bounds, tenant_month_priced
-from portal.billing.selectors import current_month
+from portal.billing.pricing import current_month, month_bounds, tenant_month_priced
 from portal.billing.services import budget_remove, budget_set, budgets_check, rate_card_create
 from portal.billing.tasks import check_budgets
 from portal.catalog.models import GpuModel

@@ -23,8 +23,8 @@ from portal.accounts.services import user_create
 from portal.allocations.models import GpuRequest
 from portal.allocations.services import gpu_request_submit
 from portal.billing.models import Period, PeriodState, RateCard, Statement
+from portal.billing.pricing import current_month
 from portal.billing.selectors import LINE_COLUMNS as CSV_COLUMNS
-from portal.billing.selectors import current_month
 from portal.billing.services import period_close, period_reopen, rate_card_create
 from portal.catalog.models import GpuModel, Offering
 from portal.cluster.models import Cluster

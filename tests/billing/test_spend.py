@@ -21,7 +21,8 @@ from django.test import Client
 
 from portal.accounts.models import User
 from portal.billing.models import Period, PeriodState, Statement
-from portal.billing.selectors import current_month, statements_for
+from portal.billing.pricing import current_month
+from portal.billing.selectors import statements_for
 from portal.billing.services import period_close, period_reopen, rate_card_create
 from portal.billing.spend import (
     OTHER,

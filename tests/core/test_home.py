@@ -23,7 +23,7 @@ from portal.accounts.models import User
 from portal.allocations.models import GpuRequest, RequestState
 from portal.allocations.services import gpu_request_extend, gpu_request_submit
 from portal.billing.models import Basis, Period, PeriodState, Statement
-from portal.billing.selectors import current_month
+from portal.billing.pricing import current_month
 from portal.billing.services import budget_set, rate_card_create
 from portal.catalog.models import Offering
 from portal.cluster.models import Cluster, OfferingCapacity, ProvisioningRun, RunKind, RunState

@@ -22,7 +22,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize
 
 from portal.accounts.models import User
 from portal.allocations.services import gpu_request_submit
-from portal.billing.selectors import current_month
+from portal.billing.pricing import current_month
 from portal.billing.services import budget_set
 from portal.catalog.services import gpu_pool_create, notebook_image_create, offering_create
 from portal.cluster.services import cluster_create

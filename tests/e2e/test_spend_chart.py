@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from portal.billing.selectors import current_month
+from portal.billing.pricing import current_month
 from tests.billing.test_pages import PERIOD, ledger, month  # noqa: F401  (fixtures)
 from tests.e2e.console import console_problems
 from tests.e2e.test_tenant_admin_journey import sign_in
