@@ -36,7 +36,7 @@ from portal.billing.models import Basis, RateCard, basis_quantity
 from portal.billing.unreserved import unreserved_capacity
 from portal.catalog.models import Offering
 from portal.core.errors import Conflict
-from portal.metering.models import UsageModelDaily, UsageWorkloadDaily
+from portal.metering.models import UsageModelMonthly, UsageWorkloadDaily
 from tenants.models import Tenant
 
 CENT = Decimal("0.01")
@@ -187,13 +187,11 @@ class Priced:
 
 def tenants_with_usage(month: date, tenants: QuerySet[Tenant] | None = None) -> QuerySet[Tenant]:
     """The tenants (of `tenants`, default all) with usage records in `month`, by slug: the
-    tenants a month has statements for. Read from the daily rollup by GPU model, which has a
-    row for every tenant, day and GPU model with records."""
-    begin, end = month_bounds(month)
+    tenants a month has statements for. Read from the monthly rollup by GPU model, which has a
+    row for every tenant, month and GPU model with records (some 2,000 rows for a thousand
+    tenants' month, where the daily rollup has 26,000)."""
     with_usage = (
-        UsageModelDaily.objects.filter(
-            day__gte=begin.date(), day__lt=end.date(), tenant__isnull=False
-        )
+        UsageModelMonthly.objects.filter(month=month.replace(day=1), tenant__isnull=False)
         .order_by()
         .values_list("tenant_id", flat=True)
         .distinct()

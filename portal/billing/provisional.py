@@ -5,7 +5,8 @@ tenant with usage, sorted and totalled by cost centre. Pricing a month of a thou
 usage by workload takes seconds (`pricing.month_priced`), and the usage changes only when a
 window is collected. So each tenant's total is stored (`OpenMonthTotal`) with the `inputs` it
 was priced from, and a reading prices again only the tenants whose stored total is missing,
-was priced from other inputs, or is older than `REPRICE_AFTER`.
+was priced from other inputs, or is older than `REPRICE_AFTER`. The month's list then reads
+the stored totals a page at a time (`open_month_totals`), as a closed month's statements are.
 
 The inputs are read in one query:
 
@@ -29,15 +30,21 @@ new usage is in: a reader seldom waits for it.
 """
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from portal.billing.models import OpenMonthTotal, RateCard
-from portal.billing.pricing import currencies_problem, line_currencies, month_priced
+from portal.billing.pricing import (
+    currencies_problem,
+    line_currencies,
+    month_priced,
+    tenants_with_usage,
+)
 from portal.metering.models import UsageCapacity, UsageWindow, UsageWorkloadDaily, WindowState
 from tenants.models import Tenant
 
@@ -71,6 +78,58 @@ def pricing_inputs(basis: str) -> str:
     return ":".join(str(value) for value in (basis, unreserved, *row))
 
 
+def _current(month: date, basis: str, inputs: str, now: datetime) -> QuerySet[OpenMonthTotal]:
+    return OpenMonthTotal.objects.filter(
+        month=month, basis=basis, inputs=inputs, priced_at__gt=now - REPRICE_AFTER
+    ).order_by()
+
+
+def _price_and_store(
+    tenants: list[Tenant], month: date, *, basis: str, inputs: str, now: datetime
+) -> list[OpenMonthTotal]:
+    """Price `tenants`' month all at once and store their totals, priced from `inputs`."""
+    priced = month_priced(tenants, month, basis=basis)
+    rows = [
+        OpenMonthTotal(
+            month=month,
+            basis=basis,
+            tenant=tenant,
+            currencies=",".join(sorted(line_currencies(priced[tenant.pk]))),
+            total=priced[tenant.pk].total,
+            inputs=inputs,
+            priced_at=now,
+        )
+        for tenant in tenants
+    ]
+    # Two readers pricing at once write the same totals: the later one wins.
+    OpenMonthTotal.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["month", "basis", "tenant"],
+        update_fields=["currencies", "total", "inputs", "priced_at"],
+    )
+    return rows
+
+
+def open_month_totals(
+    tenants: QuerySet[Tenant] | None, month: date, *, basis: str
+) -> QuerySet[OpenMonthTotal]:
+    """The stored totals of those of `tenants` (None: every tenant) with usage in the open
+    `month` on `basis`, every one current: the tenants whose total is missing or not current
+    are priced first (all at once). For a list read a page at a time: sorted, counted and
+    totalled in the database.
+
+    The totals read are those current at one instant (the inputs read now, priced within
+    REPRICE_AFTER of now): after the pricing, every tenant with usage has one."""
+    inputs = pricing_inputs(basis)
+    now = timezone.now()
+    current = _current(month, basis, inputs, now)
+    missing = list(tenants_with_usage(month, tenants).exclude(pk__in=current.values("tenant_id")))
+    if missing:
+        _price_and_store(missing, month, basis=basis, inputs=inputs, now=now)
+    return current if tenants is None else current.filter(tenant__in=tenants)
+
+
 def provisional_totals(
     tenants: list[Tenant], month: date, *, basis: str
 ) -> dict[int, ProvisionalTotal]:
@@ -82,42 +141,23 @@ def provisional_totals(
     now = timezone.now()
     stored = {
         row.tenant_id: row
-        for row in OpenMonthTotal.objects.filter(
-            month=month,
-            basis=basis,
-            tenant__in=[tenant.pk for tenant in tenants],
-            inputs=inputs,
-            priced_at__gt=now - REPRICE_AFTER,
-        ).order_by()
+        for row in _current(month, basis, inputs, now).filter(
+            tenant__in=[tenant.pk for tenant in tenants]
+        )
     }
     missing = [tenant for tenant in tenants if tenant.pk not in stored]
     if missing:
-        priced = month_priced(missing, month, basis=basis)
-        rows = [
-            OpenMonthTotal(
-                month=month,
-                basis=basis,
-                tenant=tenant,
-                currencies=",".join(sorted(line_currencies(priced[tenant.pk]))),
-                total=priced[tenant.pk].total,
-                inputs=inputs,
-                priced_at=now,
-            )
-            for tenant in missing
-        ]
-        # Two readers pricing at once write the same totals: the later one wins.
-        OpenMonthTotal.objects.bulk_create(
-            rows,
-            update_conflicts=True,
-            unique_fields=["month", "basis", "tenant"],
-            update_fields=["currencies", "total", "inputs", "priced_at"],
-        )
+        rows = _price_and_store(missing, month, basis=basis, inputs=inputs, now=now)
         stored |= {row.tenant_id: row for row in rows}
     totals = {}
     for tenant in tenants:
         row = stored[tenant.pk]
-        currencies = set(row.currencies.split(",")) - {""}
         totals[tenant.pk] = ProvisionalTotal(
-            row.currencies, row.total, currencies_problem(tenant, month, currencies)
+            row.currencies, row.total, currencies_problem(tenant, month, stored_currencies(row))
         )
     return totals
+
+
+def stored_currencies(row: OpenMonthTotal) -> set[str]:
+    """The currencies of a stored total's rate cards (more than one: it cannot be priced)."""
+    return set(row.currencies.split(",")) - {""}

@@ -13,13 +13,14 @@ from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, QuerySet, Sum, Value
+from django.db.models import Case, Count, F, Q, QuerySet, Sum, TextField, Value, When
 from django.utils.functional import cached_property
 from django.utils.translation import gettext
 
 from portal.accounts.models import User
 from portal.billing.models import (
     Basis,
+    OpenMonthTotal,
     Period,
     PeriodState,
     RateCard,
@@ -29,12 +30,17 @@ from portal.billing.models import (
 from portal.billing.pricing import (
     UNITS,
     Priced,
+    currencies_problem,
     current_month,
     price,
     tenant_month_priced,
     tenants_with_usage,
 )
-from portal.billing.provisional import provisional_totals
+from portal.billing.provisional import (
+    open_month_totals,
+    provisional_totals,
+    stored_currencies,
+)
 from portal.billing.unreserved import WORKLOADS
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.models import AuditEvent
@@ -256,9 +262,10 @@ class CentreTotal:
 
 class MonthStatements:
     """A month's statements the user may see (as `statements_for`), sorted and narrowed to a
-    cost centre, as a list that pages slice: a closed month's are read from the database a page
-    at a time, sorted, counted and totalled there (a thousand tenants' statements are never
-    loaded to show fifty); an open month's are priced all at once, as pricing needs.
+    cost centre, as a list that pages slice, read from the database a page at a time: sorted,
+    counted and totalled there (a thousand tenants' statements are never loaded to show
+    fifty). A closed month's are its stored statements; an open month's its provisional totals
+    (`provisional.open_month_totals`: stored once priced, every one current before it is read).
 
     `tenant_slug` narrows them to one tenant; NotFound when the user may not see it."""
 
@@ -277,53 +284,59 @@ class MonthStatements:
         self.month, self.descending = month, sort.startswith("-")
         self._order = STATEMENT_SORTS[column]
         self.period = period = _period(month)
-        if period is None or period.state != PeriodState.CLOSED:
-            listed = _month_views(user, month, period, tenant_slug)
-            if cost_centre is not None:
-                listed = [view for view in listed if view.cost_centre == cost_centre]
-            self._priced: list[StatementView] | None = sorted(
-                listed, key=self._key, reverse=self.descending
+        self.open = period is None or period.state != PeriodState.CLOSED
+        rows: QuerySet[Any]
+        if self.open:
+            self.basis = settings.PORTAL_CHARGE_BASIS
+            everyone = tenant_slug is None and sees_everything(user)
+            tenants = None if everyone else tenants_seen(user, tenant_slug)
+            totals = open_month_totals(tenants, month, basis=self.basis)
+            # A total in more than one currency cannot be priced: shown as nothing, in none.
+            mixed = Q(currencies__contains=",")
+            rows = totals.annotate(
+                cost_centre=F("tenant__cost_centre"),
+                currency=Case(
+                    When(mixed, then=Value("")), default=F("currencies"), output_field=TextField()
+                ),
+                amount=Case(When(mixed, then=Value(Decimal("0.00"))), default=F("total")),
             )
-            return
-        self._priced = None
-        narrowed = None if tenant_slug is None else tenants_seen(user, tenant_slug)
-        stored = statements_seen(user, narrowed).filter(period=period)
+        else:
+            narrowed = None if tenant_slug is None else tenants_seen(user, tenant_slug)
+            rows = statements_seen(user, narrowed).filter(period=period).annotate(amount=F("total"))
         if cost_centre is not None:
-            stored = stored.filter(cost_centre=cost_centre)
-        self._stored = stored
-
-    def _key(self, view: StatementView) -> tuple[Any, ...]:
-        values = {"tenant__slug": view.tenant.slug, "cost_centre": view.cost_centre}
-        return tuple(view.total if name == "total" else values[name] for name in self._order)
+            rows = rows.filter(cost_centre=cost_centre)
+        self._rows = rows
 
     @cached_property
     def _count(self) -> int:
-        return len(self._priced) if self._priced is not None else self._stored.count()
+        return self._rows.count()
 
     def __len__(self) -> int:
         return self._count
 
     def __getitem__(self, part: slice) -> list[StatementView]:
-        if self._priced is not None:
-            return self._priced[part]
-        order = [f"-{name}" if self.descending else name for name in self._order]
-        rows = self._stored.select_related("tenant").order_by(*order)[part]
-        return [_final(self.month, row) for row in rows]
+        names = ("amount" if name == "total" else name for name in self._order)
+        order = [f"-{name}" if self.descending else name for name in names]
+        rows: list[Any] = list(self._rows.select_related("tenant").order_by(*order)[part])
+        if not self.open:
+            return [_final(self.month, row) for row in rows]
+        return [self._provisional(row) for row in rows]
+
+    def _provisional(self, row: OpenMonthTotal) -> StatementView:
+        tenant, month = row.tenant, self.month
+        problem = currencies_problem(tenant, month, stored_currencies(row))
+        if problem:
+            return _unpriceable(month, tenant, problem)
+        return StatementView(
+            month, tenant, tenant.cost_centre, row.currencies, self.basis, row.total
+        )
 
     def centre_totals(self) -> list[CentreTotal]:
         """One row per cost centre and currency, of every statement (not a page's)."""
-        if self._priced is not None:
-            rows: dict[tuple[str, str], CentreTotal] = {}
-            for view in self._priced:
-                key = (view.cost_centre, view.currency)
-                row = rows.setdefault(key, CentreTotal(*key, Decimal("0.00"), 0))
-                row.total += view.total
-                row.statements += 1
-            return [rows[key] for key in sorted(rows)]
         grouped = (
-            self._stored.order_by()
+            self._rows.order_by()
             .values_list("cost_centre", "currency")
-            .annotate(total=Sum("total"), statements=Count("pk"))
+            .annotate(sum=Sum("amount"), statements=Count("pk"))
         )
         return sorted(
             (

@@ -573,15 +573,16 @@ def more_tenants(books: Books, admin: User, vision: Tenant, count: int) -> None:
     books.collect()
 
 
-# The statements list of an open month: session, user, period, the tenants with usage, what
-# their totals are priced from and the stored ones; the first reading then prices them (rate
-# cards, and the grouped usage and its offerings' backends of all tenants at once,
-# `month_priced`) and stores them in one statement. None grow with the tenants. A closed month
-# reads a page of its stored statements, their count and their totals per cost centre,
-# whatever their number; a page of a final statement's lines reads that page by position (the
-# statement stored its line count), whatever the statement's size.
-LIST_QUERIES = 10
-STORED_LIST_QUERIES = 6
+# The statements list of an open month: session, user, period, what the totals are priced
+# from and the tenants with usage whose stored total is not current; the first reading then
+# prices those (rate cards, and the grouped usage and its offerings' backends of all tenants at
+# once, `month_priced`) and stores them in one statement; then, like a closed month, a page of
+# the stored totals, their count and their totals per cost centre. None grow with the
+# tenants. A closed month reads a page of its stored statements, their count and their totals
+# per cost centre, whatever their number; a page of a final statement's lines reads that page
+# by position (the statement stored its line count), whatever the statement's size.
+LIST_QUERIES = 12
+STORED_LIST_QUERIES = 8
 PER_OPEN_TENANT = 0
 CLOSED_QUERIES = 6
 LINES_QUERIES = 7
