@@ -22,16 +22,17 @@ from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Case, F, Q, QuerySet, Sum, Value, When
 from django.utils.translation import gettext
 
 from portal.accounts.models import User
 from portal.billing.models import Basis, Period, PeriodState, Statement
-from portal.billing.pricing import CENT, CPU, GPU, RAM, RateBook, card_price, month_bounds
+from portal.billing.pricing import CENT, CPU, RAM, RateBook, card_price, month_bounds
 from portal.billing.selectors import month_of, statements_seen, tenants_seen
-from portal.catalog.models import Offering
+from portal.core.bulk import plain_rows
 from portal.core.errors import ValidationFailed
-from portal.metering.models import Measures, UsageDaily, UsageMonthly
+from portal.metering.models import MICRO, UsageDaily, UsageMonthly
 from tenants.models import Tenant
 
 # The longest range one answer covers, and the range the page charts.
@@ -102,86 +103,126 @@ def _round(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-def _rollup_sums(
-    months: list[date], rates: RateBook, tenants_filter: Q
-) -> dict[tuple[Any, ...], Measures]:
-    """(tenant id, first day, GPU model id, offering id) -> the usage of `months`. A month no
-    card takes effect within is read from its monthly row (first day: the month's); a month with
-    a change, from its days."""
+# Per charge basis, the rollup's columns of its quantity: a GPU-eq fraction's numerator and
+# denominator, or GPU-hours as a decimal (None).
+BASIS_COLUMNS: dict[str, tuple[str, str] | None] = {
+    Basis.RESERVED: ("reserved_num", "reserved_den"),
+    Basis.REQUESTED: ("requested_num", "requested_den"),
+    Basis.USED: None,
+}
+
+
+def _rollup_rows(
+    months: list[date], rates: RateBook, tenants_filter: Q, basis: str
+) -> list[tuple[Any, ...]]:
+    """(tenant id, first day, GPU model id, backend id, denominator, numerator, CPU core-hours,
+    RAM GiB-hours) of `months`, summed per key and stored denominator in the database (on the
+    used basis the numerator is the GPU-hours, a decimal, over 1). Only what pricing reads:
+    the quantity of the basis, the CPU and the memory, by sharing backend (which rate cards
+    name) rather than by offering. A month no card takes effect within is read from its
+    monthly row (first day: the month's); a month with a change, from its days."""
     whole: list[date] = []
     split: list[date] = []
     for month in months:
         begin, end = month_bounds(month)
         (split if rates.changes_within(begin.date(), end.date()) else whole).append(month)
-    group = ["tenant_id", "since", "gpu_model_id", "offering_id"]
-    sums = (
-        UsageMonthly.objects.filter(month__in=whole)
-        .filter(tenants_filter)
-        .annotate(since=F("month"))
-        .measure_sums(group)
-        if whole
-        else {}
+    columns = BASIS_COLUMNS[basis]
+    over, summed = (
+        (F(columns[1]), Sum(columns[0])) if columns else (Value(1), Sum("used_gpu_hours"))
     )
+    keys = ("tenant_id", "since", "gpu_model_id", "backend")
+
+    def grouped(rows: QuerySet[Any], since: F) -> list[tuple[Any, ...]]:
+        return list(
+            plain_rows(
+                rows.filter(tenants_filter)
+                .order_by()
+                .annotate(since=since, backend=F("offering__backend_id"), over=over)
+                .values(*keys, "over")
+                .annotate(quantity=summed, cpu=Sum("cpu_core_hours"), ram=Sum("ram_gib_hours"))
+                .values_list(*keys, "over", "quantity", "cpu", "ram")
+            )
+        )
+
+    found = grouped(UsageMonthly.objects.filter(month__in=whole), F("month")) if whole else []
     if split:
         days = Q()
         for month in split:
             begin, end = month_bounds(month)
             days |= Q(day__gte=begin.date(), day__lt=end.date())
-        sums |= (
-            UsageDaily.objects.filter(days)
-            .filter(tenants_filter)
-            .annotate(since=F("day"))
-            .measure_sums(group)
-        )
-    return sums
+        found += grouped(UsageDaily.objects.filter(days), F("day"))
+    if connection.vendor != "postgresql":
+        # SQLite sums decimals with more places than it stores; PostgreSQL keeps the six.
+        found = [
+            (
+                *row[:5],
+                *(value if isinstance(value, int) else value.quantize(MICRO) for value in row[5:]),
+            )
+            for row in found
+        ]
+    return found
 
 
 def _rollup_priced(
     months: list[date], *, basis: str, tenants_filter: Q
 ) -> dict[tuple[date, int], dict[str, Decimal]]:
     """(month, tenant id) -> currency -> exact amount (no currency: nothing priced), from the
-    rollups of `months`: the rate cards, one grouped query of the monthly rollup for the months
-    no card takes effect within and one of the daily rollup for the others, and the offerings'
-    backends."""
+    rollups of `months`: the rate cards, and one grouped query of the monthly rollup for the
+    months no card takes effect within and one of the daily rollup for the others.
+
+    Some 7,000 rows for a month of a thousand tenants: each finds its rate card, and adds its
+    numerator to the integers kept per rate and denominator (a fraction per row would cost
+    more than the rest); the quantities are made exact fractions once per tenant, month, rate
+    and denominator."""
     if not months:
         return {}
     rates = RateBook.load()
-    sums = _rollup_sums(months, rates, tenants_filter)
-    if not sums:
-        return {}
-    backends = dict(
-        Offering.objects.filter(pk__in={key[3] for key in sums if key[3] is not None}).values_list(
-            "pk", "backend_id"
-        )
-    )
-    quantities: dict[tuple[date, int], dict[tuple[str, Decimal], Fraction]] = defaultdict(
-        lambda: defaultdict(Fraction)
-    )
-    for (tenant_id, day, model_id, offering_id), measures in sums.items():
-        by_rate = quantities[(day.replace(day=1), tenant_id)]  # a tenant with usage has a row
-        card = rates.rate_for(model_id, backends.get(offering_id), day)
+    rows = _rollup_rows(months, rates, tenants_filter, basis)
+    # (month, tenant) -> (currency, rate) -> denominator -> the numerators' sum
+    fractions: dict[tuple[date, int], dict[tuple[str, Decimal], dict[int, int]]] = {}
+    # (month, tenant) -> (currency, rate) -> decimal quantity (CPU, memory, used GPU-hours)
+    decimals: dict[tuple[date, int], dict[tuple[str, Decimal], Decimal]] = {}
+    gpu_decimal = BASIS_COLUMNS[basis] is None
+    for tenant_id, day, model_id, backend_id, over, quantity, cpu, ram in rows:
+        key = (day.replace(day=1), tenant_id)
+        by_den = fractions.setdefault(key, {})  # a tenant with usage has a row
+        by_decimal = decimals.setdefault(key, {})
+        card = rates.rate_for(model_id, backend_id, day)
         if card is None:
             continue  # no price: no charge, as on the statement
-        if basis == Basis.RESERVED:
-            quantity = Fraction(measures.reserved)
-        elif basis == Basis.REQUESTED:
-            quantity = Fraction(measures.requested)
+        currency = card.currency
+        rate = card.price_per_gpu_eq_hour
+        if gpu_decimal:
+            by_decimal[(currency, rate)] = by_decimal.get((currency, rate), Decimal(0)) + quantity
         else:
-            quantity = Fraction(measures.used_gpu_hours)
-        for resource, amount in (
-            (GPU, quantity),
-            (CPU, Fraction(measures.cpu_core_hours)),
-            (RAM, Fraction(measures.ram_gib_hours)),
-        ):
-            rate = card_price(card, resource)
-            if rate is not None and (amount or resource == GPU):
-                by_rate[(card.currency, rate)] += amount
+            numerators = by_den.setdefault((currency, rate), {})
+            numerators[over] = numerators.get(over, 0) + int(quantity)
+        for resource, amount in ((CPU, cpu), (RAM, ram)):
+            price_of = card_price(card, resource)
+            if price_of is not None and amount:
+                rated = (currency, price_of)
+                by_decimal[rated] = by_decimal.get(rated, Decimal(0)) + amount
+    return _exact_amounts(fractions, decimals)
+
+
+def _exact_amounts(
+    fractions: dict[tuple[date, int], dict[tuple[str, Decimal], dict[int, int]]],
+    decimals: dict[tuple[date, int], dict[tuple[str, Decimal], Decimal]],
+) -> dict[tuple[date, int], dict[str, Decimal]]:
+    """Per key and currency, the exact sum of quantity x rate: each rate's quantity an exact
+    fraction (its numerators over their denominators, and its decimals), priced once."""
     amounts: dict[tuple[date, int], dict[str, Decimal]] = {}
     with localcontext() as context:
         context.prec = 50
-        for key, by_rate in quantities.items():
+        for key, by_den in fractions.items():
+            quantities: dict[tuple[str, Decimal], Fraction] = defaultdict(Fraction)
+            for rated, numerators in by_den.items():
+                for over, numerator in numerators.items():
+                    quantities[rated] += Fraction(numerator, over)
+            for rated, amount in decimals[key].items():
+                quantities[rated] += Fraction(amount)
             per_currency: dict[str, Decimal] = defaultdict(Decimal)
-            for (currency, rate), quantity in by_rate.items():
+            for (currency, rate), quantity in quantities.items():
                 per_currency[currency] += (
                     Decimal(quantity.numerator) * rate / Decimal(quantity.denominator)
                 )
