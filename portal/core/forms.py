@@ -6,13 +6,13 @@ one-line fields) and bounds whole numbers to an `integer` column unless the fiel
 NUL and other control characters in any posted field are already refused by the input guard.
 """
 
+import html
 from typing import Any
 
 from django import forms
 from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.forms.utils import flatatt
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from portal.core.validators import (
     INTEGER_MAX,
@@ -51,11 +51,19 @@ class BoundedForm(forms.Form):
             form_field_bound(field)
 
 
+def _html(value: Any) -> str:
+    """`value` as HTML text: as it is when it is already HTML, else escaped."""
+    if hasattr(value, "__html__"):
+        return str(value.__html__())
+    return html.escape(str(value), quote=True)
+
+
 class LongSelect(forms.Select):
     """A select of as many options as an organisation has (cost centres, tenants), written in
     one pass. Django's `Select` renders a template per option, about a quarter of a millisecond
-    each: a thousand cost centres took the chargeback page 250 ms. Flat choices only (no
-    groups)."""
+    each: a thousand cost centres took the chargeback page 250 ms; `format_html` per option
+    still cost some 35 microseconds each (18 ms for 500 cost centres), escaping here some 2.
+    Flat choices only (no groups)."""
 
     def render(
         self,
@@ -66,12 +74,9 @@ class LongSelect(forms.Select):
     ) -> SafeString:
         final_attrs = self.build_attrs(self.attrs, {**(attrs or {}), "name": name})
         chosen = set(self.format_value(value))
-        options = format_html_join(
-            "",
-            '<option value="{}"{}>{}</option>',
-            (
-                (str(key), " selected" if str(key) in chosen else "", label)
-                for key, label in self.choices
-            ),
-        )
-        return format_html("<select{}>{}</select>", flatatt(final_attrs), options)
+        options = []
+        for key, label in self.choices:
+            text = str(key)
+            selected = " selected" if text in chosen else ""
+            options.append(f'<option value="{_html(text)}"{selected}>{_html(label)}</option>')
+        return mark_safe(f"<select{flatatt(final_attrs)}>{''.join(options)}</select>")  # noqa: S308  (every part escaped above; flatatt escapes the attributes)

@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -58,6 +60,18 @@ class AuditEvent(models.Model):
         return (
             f"{self.at:%Y-%m-%d %H:%M:%S} {who} {self.action} {self.target_type}:{self.target_id}"
         )
+
+    @property
+    def change_rows(self) -> list[tuple[str, Any, Any]]:
+        """Each changed field with its value before and after, as the audit log shows them
+        (a value that is not a [before, after] pair is shown as the value after)."""
+        rows = []
+        for field, change in (self.changes or {}).items():
+            if isinstance(change, list | tuple) and len(change) == 2:
+                rows.append((field, change[0], change[1]))
+            else:
+                rows.append((field, None, change))
+        return rows
 
 
 class AuditArchive(models.Model):

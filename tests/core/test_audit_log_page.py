@@ -1,6 +1,8 @@
 import pytest
 
 from portal.accounts.services import user_create
+from portal.core.audit import audit_record
+from portal.core.models import AuditEvent
 from tenants.models import MemberRole
 from tenants.services import membership_set, tenant_update
 
@@ -66,3 +68,28 @@ def test_audit_page_queries_do_not_grow_with_events(
 
     assert response.status_code == 200
     assert "Page 1 of 3" in response.text
+
+
+def test_each_change_shows_its_value_before_and_after(client_for, admin_user, history) -> None:
+    audit_record(
+        actor=None,
+        action="odd.change",
+        target=admin_user,
+        changes={"pair": ["old", "new"], "created": [None, 7]},
+    )
+    response = client_for(admin_user).get("/audit/?action=odd.change")
+
+    assert response.status_code == 200
+    text = " ".join(response.text.split())
+    assert "<strong>pair</strong>: old → new" in text
+    assert "<strong>created</strong>: ∅ → 7" in text
+    assert "<td>—</td>" in text  # no tenant
+    in_a = client_for(admin_user).get("/audit/?action=tenant.update&tenant=vision")
+    assert "<td>vision</td>" in in_a.text
+    assert "CC-A-NEW</div>" in in_a.text
+
+
+def test_a_change_that_is_not_a_pair_is_shown_as_its_value_after() -> None:
+    event = AuditEvent(changes={"pair": [1, 2], "odd": "as is", "three": [1, 2, 3]})
+
+    assert event.change_rows == [("pair", 1, 2), ("odd", None, "as is"), ("three", None, [1, 2, 3])]
