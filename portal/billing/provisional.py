@@ -119,15 +119,19 @@ def open_month_totals(
     are priced first (all at once). For a list read a page at a time: sorted, counted and
     totalled in the database.
 
-    The totals read are those current at one instant (the inputs read now, priced within
-    REPRICE_AFTER of now): after the pricing, every tenant with usage has one."""
+    After the pricing every tenant with usage has a current total; the rows read are not
+    narrowed to this reading's inputs, so a reader that priced (or checked) before another one
+    stored newer totals reads those: never an empty or partial month."""
     inputs = pricing_inputs(basis)
     now = timezone.now()
-    current = _current(month, basis, inputs, now)
-    missing = list(tenants_with_usage(month, tenants).exclude(pk__in=current.values("tenant_id")))
+    with_usage = tenants_with_usage(month, tenants)
+    current = _current(month, basis, inputs, now).values("tenant_id")
+    missing = list(with_usage.exclude(pk__in=current))
     if missing:
         _price_and_store(missing, month, basis=basis, inputs=inputs, now=now)
-    return current if tenants is None else current.filter(tenant__in=tenants)
+    return OpenMonthTotal.objects.filter(
+        month=month, basis=basis, tenant__in=with_usage.order_by().values("pk")
+    )
 
 
 def provisional_totals(

@@ -291,6 +291,7 @@ class MonthStatements:
             everyone = tenant_slug is None and sees_everything(user)
             tenants = None if everyone else tenants_seen(user, tenant_slug)
             totals = open_month_totals(tenants, month, basis=self.basis)
+            totals &= OpenMonthTotal.objects.visible_to(user)
             # A total in more than one currency cannot be priced: shown as nothing, in none.
             mixed = Q(currencies__contains=",")
             rows = totals.annotate(
@@ -320,9 +321,9 @@ class MonthStatements:
         rows: list[Any] = list(self._rows.select_related("tenant").order_by(*order)[part])
         if not self.open:
             return [_final(self.month, row) for row in rows]
-        return [self._provisional(row) for row in rows]
+        return [self._open_view(row) for row in rows]
 
-    def _provisional(self, row: OpenMonthTotal) -> StatementView:
+    def _open_view(self, row: OpenMonthTotal) -> StatementView:
         tenant, month = row.tenant, self.month
         problem = currencies_problem(tenant, month, stored_currencies(row))
         if problem:

@@ -5,13 +5,14 @@ A closed month's numbers are its stored statements' totals (one query for every 
 An open month is priced from the rollups by offering instead of pricing each tenant's hourly
 records: from the monthly rollup (`UsageMonthly`) when no rate card takes effect within the
 month, else from the daily one (`UsageDaily`); one grouped query each for every open month of
-the range. Rate cards take effect by day, so a month's (or a day's) quantity per GPU model and
-offering finds its card exactly, and with it the requested CPU core-hours and memory GiB-hours
-their prices on that card. Its amount is the
-exact price of the month's quantities, rounded once to the cent per tenant and month; a
-statement rounds each of its lines (model x offering x user x workload x card) instead, so an
-open month's number is *provisional, approx.*: it may differ from the provisional statement's
-total by less than a cent per statement line (README, "Spend per month").
+the range, summed there per GPU model and sharing backend (what rate cards name). Rate cards
+take effect by day, so a month's (or a day's) quantity per GPU model and backend finds its card
+exactly, and with it the requested CPU core-hours and memory GiB-hours their prices on that
+card. Its amount is the exact price of the month's quantities, rounded once to the cent per
+tenant and month; a statement rounds each of its lines (model x offering x user x workload x
+card) instead, so an open month's number is *provisional, approx.*: it may differ from the
+provisional statement's total by less than a cent per statement line (README, "Spend per
+month").
 """
 
 from collections import defaultdict
@@ -56,7 +57,7 @@ class TenantName:
 @dataclass(frozen=True)
 class SpendRow:
     """A tenant's total for a month: final (its stored statement) or provisional, approx.
-    (priced from the daily rollup now)."""
+    (priced from the usage rollups now)."""
 
     month: date
     tenant: TenantName
@@ -259,7 +260,7 @@ def _statements(
 def _open_rows(
     months: list[date], tenants: QuerySet[Tenant], cost_centre: str | None
 ) -> list[SpendRow]:
-    """The open months' rows, priced from the daily rollup."""
+    """The open months' rows, priced from the usage rollups."""
     priced = _rollup_priced(
         months, basis=settings.PORTAL_CHARGE_BASIS, tenants_filter=Q(tenant__in=tenants)
     )
@@ -299,8 +300,8 @@ def spend_for(
     the month's total, by month then tenant. Tenants with no usage in a month have no row.
 
     A bounded number of queries whatever the tenants and months: the periods, the stored
-    statements of the closed months, the rollup of the open ones (with the rate cards, the
-    offerings and the tenants it names). NotFound when `tenant_slug` names a tenant the user
+    statements of the closed months, the rollups of the open ones (with the rate cards and the
+    tenants they name). NotFound when `tenant_slug` names a tenant the user
     may not see."""
     tenants = tenants_seen(user, tenant_slug)
     months = months_between(first, last)

@@ -52,7 +52,9 @@ class BoundedForm(forms.Form):
 
 
 def _html(value: Any) -> str:
-    """`value` as HTML text: as it is when it is already HTML, else escaped."""
+    """`value` as HTML text: as it is when it is already HTML, else escaped. What Django's
+    `conditional_escape` does, without its lazy-text wrapper (which inspects every argument of
+    every call: a tenth of a page's escaping time over a thousand options)."""
     if hasattr(value, "__html__"):
         return str(value.__html__())
     return html.escape(str(value), quote=True)
