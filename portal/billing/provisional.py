@@ -119,19 +119,22 @@ def open_month_totals(
     are priced first (all at once). For a list read a page at a time: sorted, counted and
     totalled in the database.
 
-    After the pricing every tenant with usage has a current total; the rows read are not
-    narrowed to this reading's inputs, so a reader that priced (or checked) before another one
-    stored newer totals reads those: never an empty or partial month."""
+    After the pricing every tenant with usage has a total priced within REPRICE_AFTER, and
+    those are the rows read: not narrowed to this reading's inputs, so a reader overtaken by
+    another that stored newer totals reads those (never an empty or partial month), and not
+    joined to the usage again (one range of the (month, basis, tenant) index, whatever the
+    table's statistics). A tenant whose usage was deleted with nothing written after it stays
+    listed until its total is REPRICE_AFTER old (module docstring)."""
     inputs = pricing_inputs(basis)
     now = timezone.now()
-    with_usage = tenants_with_usage(month, tenants)
     current = _current(month, basis, inputs, now).values("tenant_id")
-    missing = list(with_usage.exclude(pk__in=current))
+    missing = list(tenants_with_usage(month, tenants).exclude(pk__in=current))
     if missing:
         _price_and_store(missing, month, basis=basis, inputs=inputs, now=now)
-    return OpenMonthTotal.objects.filter(
-        month=month, basis=basis, tenant__in=with_usage.order_by().values("pk")
+    recent = OpenMonthTotal.objects.filter(
+        month=month, basis=basis, priced_at__gt=now - REPRICE_AFTER
     )
+    return recent if tenants is None else recent.filter(tenant__in=tenants)
 
 
 def provisional_totals(
