@@ -158,13 +158,14 @@ def provisional_totals(
         stored |= {row.tenant_id: row for row in rows}
     totals = {}
     for tenant in tenants:
-        row = stored[tenant.pk]
-        totals[tenant.pk] = ProvisionalTotal(
-            row.currencies, row.total, currencies_problem(tenant, month, stored_currencies(row))
-        )
+        totals[tenant.pk] = stored_total(stored[tenant.pk], tenant, month)
     return totals
 
 
-def stored_currencies(row: OpenMonthTotal) -> set[str]:
-    """The currencies of a stored total's rate cards (more than one: it cannot be priced)."""
-    return set(row.currencies.split(",")) - {""}
+def stored_total(row: OpenMonthTotal, tenant: Tenant, month: date) -> ProvisionalTotal:
+    """`row` (of `tenant`, in `month`) as a total, with its problem when its rate cards are in
+    more than one currency."""
+    currencies = set(row.currencies.split(",")) - {""}
+    return ProvisionalTotal(
+        row.currencies, row.total, currencies_problem(tenant, month, currencies)
+    )

@@ -30,16 +30,16 @@ from portal.billing.models import (
 from portal.billing.pricing import (
     UNITS,
     Priced,
-    currencies_problem,
     current_month,
     price,
     tenant_month_priced,
     tenants_with_usage,
 )
 from portal.billing.provisional import (
+    ProvisionalTotal,
     open_month_totals,
     provisional_totals,
-    stored_currencies,
+    stored_total,
 )
 from portal.billing.unreserved import WORKLOADS
 from portal.core.errors import NotFound, ValidationFailed
@@ -181,6 +181,14 @@ def _unpriceable(month: date, tenant: Tenant, problem: str) -> StatementView:
     )
 
 
+def _open_view(month: date, tenant: Tenant, basis: str, total: ProvisionalTotal) -> StatementView:
+    """A tenant's provisional statement of an open month from its total, or, when its rate
+    cards mix currencies, one that says why (the other tenants' are priced)."""
+    if total.problem:
+        return _unpriceable(month, tenant, total.problem)
+    return StatementView(month, tenant, tenant.cost_centre, total.currency, basis, total.total)
+
+
 def _period(month: date) -> Period | None:
     return Period.objects.filter(month=month).first()
 
@@ -229,17 +237,7 @@ def _month_views(
     listed = list(tenants_with_usage(month, tenants))
     basis = settings.PORTAL_CHARGE_BASIS
     totals = provisional_totals(listed, month, basis=basis)  # stored, or priced all at once
-    views = []
-    for tenant in listed:
-        # One tenant's mixed currencies must not hide the others.
-        total = totals[tenant.pk]
-        if total.problem:
-            views.append(_unpriceable(month, tenant, total.problem))
-            continue
-        views.append(
-            StatementView(month, tenant, tenant.cost_centre, total.currency, basis, total.total)
-        )
-    return views
+    return [_open_view(month, tenant, basis, totals[tenant.pk]) for tenant in listed]
 
 
 # How a month's statements sort (`-` first for descending): a column, then the tenant.
@@ -321,16 +319,12 @@ class MonthStatements:
         rows: list[Any] = list(self._rows.select_related("tenant").order_by(*order)[part])
         if not self.open:
             return [_final(self.month, row) for row in rows]
-        return [self._open_view(row) for row in rows]
-
-    def _open_view(self, row: OpenMonthTotal) -> StatementView:
-        tenant, month = row.tenant, self.month
-        problem = currencies_problem(tenant, month, stored_currencies(row))
-        if problem:
-            return _unpriceable(month, tenant, problem)
-        return StatementView(
-            month, tenant, tenant.cost_centre, row.currencies, self.basis, row.total
-        )
+        return [
+            _open_view(
+                self.month, row.tenant, self.basis, stored_total(row, row.tenant, self.month)
+            )
+            for row in rows
+        ]
 
     def centre_totals(self) -> list[CentreTotal]:
         """One row per cost centre and currency, of every statement (not a page's)."""
