@@ -36,13 +36,14 @@ from portal.allocations.serializers import (
     GpuRequestPreviewSerializer,
     GpuRequestSerializer,
 )
+from portal.catalog.cache import offering_by_slug
 from portal.catalog.models import Offering
 from portal.core.api import error_response
 from portal.core.errors import ValidationFailed
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
-from portal.core.rows import only_listed
+from portal.core.rows import only_listed, row_writer
 from portal.core.schema import documented_error
 from tenants.access import Access, tenant_for
 from tenants.models import Tenant
@@ -56,7 +57,7 @@ def _request_input(request: Request, user: User) -> tuple[Tenant, Offering, dict
     data: dict[str, Any] = dict(serializer.validated_data)
     tenant = tenant_for(user, data.pop("tenant"), Access.REQUEST)
     offering_slug = data.pop("offering")
-    offering = Offering.objects.select_related("gpu_model").filter(slug=offering_slug).first()
+    offering = offering_by_slug(offering_slug)  # the process's catalog rows
     if offering is None:
         message = _("There is no offering %(slug)r.") % {"slug": offering_slug}
         raise ValidationFailed(f"offering: {message}", fields={"offering": [message]})
@@ -92,7 +93,8 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
         gpu_request = services.gpu_request_submit(
             actor=user, tenant=tenant, offering=offering, **data
         )
-        body = GpuRequestSerializer(gpu_request).data
+        # Written through the list's plan, kept for the process (portal/core/rows.py).
+        body = row_writer(GpuRequestSerializer())(gpu_request)
         if gpu_request.state == RequestState.REJECTED:
             # Refused for quota, or for an offering no pool serves: on record, and a conflict
             # for the caller.

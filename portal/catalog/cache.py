@@ -22,17 +22,18 @@ import contextlib
 import copy
 import time
 import uuid
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache, caches
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models, transaction
 from django.db.models.fields.related import ForeignKey
+from django.utils.functional import cached_property
 from redis.exceptions import RedisError
 
-from portal.catalog.models import GpuModel, Offering
+from portal.catalog.models import GpuModel, GpuPool, Offering
 from portal.core.cache import PortalRedisCache
 
 VERSION_KEY = "catalog-version"
@@ -46,6 +47,13 @@ class CatalogRows:
     version: str
     read_at: float
     by_model: dict[type[models.Model], dict[int, models.Model]]
+    # Values derived from the catalog at this version (`catalog_kept`), by name.
+    derived: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def offering_ids(self) -> dict[str, int]:
+        """The offerings' ids by slug."""
+        return {offering.slug: pk for pk, offering in self.by_model[Offering].items()}  # type: ignore[attr-defined]
 
 
 class _Kept:
@@ -102,6 +110,34 @@ def catalog_rows(*, fresh: bool = False) -> CatalogRows | None:
     return rows
 
 
+def catalog_kept[T](name: str, read: Callable[[], T]) -> T:
+    """`read()`, a value derived from the catalog (or its GPU pools), kept in this process as
+    long as the catalog's rows are (module docstring); read every time when there is no shared
+    cache to say it is current. Callers must not change what it returns."""
+    rows = catalog_rows()
+    if rows is None:
+        return read()
+    if name not in rows.derived:
+        rows.derived[name] = read()
+    kept: T = rows.derived[name]
+    return kept
+
+
+def offering_by_slug(slug: str) -> Offering | None:
+    """The offering `slug` with its GPU model, copies of the process's rows (module docstring),
+    or as the database has it when there is no shared cache or the rows do not hold it."""
+    rows = catalog_rows()
+    pk = rows.offering_ids.get(slug) if rows is not None else None
+    if rows is None or pk is None:
+        return Offering.objects.select_related("gpu_model").filter(slug=slug).first()
+    offering: Offering = copy.copy(rows.by_model[Offering][pk])  # type: ignore[assignment]
+    gpu_model = rows.by_model[GpuModel].get(offering.gpu_model_id)
+    if gpu_model is None:  # a model the process has not read: as the database has it
+        return Offering.objects.select_related("gpu_model").filter(slug=slug).first()
+    offering.gpu_model = copy.copy(gpu_model)  # type: ignore[assignment]
+    return offering
+
+
 def _move_version() -> None:
     if _shared():
         with contextlib.suppress(RedisError):  # read again within KEEP_SECONDS anyway
@@ -121,7 +157,7 @@ def _on_change(sender: Any, **kwargs: Any) -> None:
 
 
 def catalog_signals_connect() -> None:
-    for model in (Offering, GpuModel):
+    for model in (Offering, GpuModel, GpuPool):
         models.signals.post_save.connect(_on_change, sender=model, dispatch_uid=f"catalog-{model}")
         models.signals.post_delete.connect(
             _on_change, sender=model, dispatch_uid=f"catalog-del-{model}"

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_delete, post_save
 from django.utils.translation import gettext_lazy as _
 
 
@@ -14,9 +15,11 @@ class ClusterConfig(AppConfig):
             served_offerings_source,
             waiting_source,
         )
+        from portal.catalog.cache import catalog_changed
         from portal.catalog.services import cluster_registered as pool_cluster_lookup
         from portal.cluster.home import cluster_home_register
         from portal.cluster.metrics import ProvisioningCollector
+        from portal.cluster.models import Cluster
         from portal.cluster.receivers import provisioning_follows_tenant, provisioning_section
         from portal.cluster.selectors import (
             allocations_waiting,
@@ -40,6 +43,16 @@ class ClusterConfig(AppConfig):
         # Requests (allocations, below this app) are refused for offerings no pool serves.
         served_source.register(offering_served)
         served_offerings_source.register(offerings_served)
+        # Which offerings are served is kept with the catalog's rows in each process
+        # (`offerings_served`): a cluster's change (enabled or not, added, removed) moves the
+        # catalog's version, as a GPU pool's does.
+        for signal in (post_save, post_delete):
+            signal.connect(
+                lambda **_kwargs: catalog_changed(),
+                sender=Cluster,
+                weak=False,
+                dispatch_uid=f"cluster-catalog-{signal is post_save}",
+            )
         # Allocations' pages say why an approved allocation is not active yet, from its runs.
         waiting_source.register(allocations_waiting)
         # A GPU pool (catalog, below this app) must name a registered cluster.

@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.allocations.selectors import WaitingReason
+from portal.catalog.cache import catalog_kept
 from portal.catalog.models import GpuPool, Offering
 from portal.cluster.filters import CapacityFilter
 from portal.cluster.manifests import BundleSpec, gpu_resource_totals
@@ -258,14 +259,9 @@ def capacity_free_units(offering: Offering) -> int | None:
     return sum(row.free for row in rows) if rows else None
 
 
-def offerings_served(offerings: Iterable[Offering]) -> set[int]:
-    """The ids of those `offerings` an allocation of which can become active: an enabled cluster
-    has a GPU pool of its model and backend, or describes no pools at all (it then hosts every
-    offering, as `bundle_inputs` places quota). With no enabled cluster nothing is provisioned
-    yet, and every offering is taken as served: registering the first cluster provisions every
-    tenant. One query whatever the number of offerings: each enabled cluster's name (a row
-    without a model and backend) and its pools."""
-    offerings = list(offerings)
+def _served_pools() -> dict[str, set[tuple[int, int]]]:
+    """Each enabled cluster's GPU pools as (model id, backend id) pairs: one query, the clusters'
+    names (rows without a model and backend) and their pools."""
     enabled = Cluster.objects.filter(enabled=True).order_by()
     no_pool = Value(None, output_field=IntegerField())
     clusters = enabled.values_list("name", no_pool, no_pool)
@@ -277,6 +273,19 @@ def offerings_served(offerings: Iterable[Offering]) -> set[int]:
         described = pools.setdefault(cluster, set())
         if model is not None:
             described.add((model, backend))
+    return pools
+
+
+def offerings_served(offerings: Iterable[Offering]) -> set[int]:
+    """The ids of those `offerings` an allocation of which can become active: an enabled cluster
+    has a GPU pool of its model and backend, or describes no pools at all (it then hosts every
+    offering, as `bundle_inputs` places quota). With no enabled cluster nothing is provisioned
+    yet, and every offering is taken as served: registering the first cluster provisions every
+    tenant. The clusters' pools are read in one query whatever the number of offerings, and
+    kept with the process's catalog rows (`catalog_kept`: a pool's or a cluster's change moves
+    the catalog's version), so a decision does not read them again."""
+    offerings = list(offerings)
+    pools = catalog_kept("served-pools", _served_pools)
     if not pools:
         return {offering.pk for offering in offerings}
     return {

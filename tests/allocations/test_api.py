@@ -41,9 +41,10 @@ def test_a_decision_runs_a_fixed_number_of_queries(
     client_for, developer, admin_user, a100_tenant, catalog, pools, django_assert_max_num_queries
 ) -> None:
     """An approval queues provisioning in a dry-run cluster. Each decision: the session and
-    the user, the tenant with the caller's role, the offering, whether a pool serves it, the
-    quota row locked and what it holds, the budget, the request and its audit event, the
-    provisioning run joined (cluster, run, link), and the transaction."""
+    the user, the tenant with the caller's role, the quota row locked and what it holds, the
+    budget, the request and its audit event, the provisioning run joined (cluster, run, link),
+    and the transaction. The offering and whether a pool serves it come from the process's
+    catalog rows (portal/catalog/cache.py), read by the first decision."""
     cluster_create(actor=admin_user, name="lab")
     if pools:
         whole = catalog["a100-80gb-whole"]
@@ -54,9 +55,9 @@ def test_a_decision_runs_a_fixed_number_of_queries(
     client = client_for(developer)
     ask(client)  # the first run of the tenant is created; later approvals join it
 
-    with django_assert_max_num_queries(15):
+    with django_assert_max_num_queries(13):
         approved = ask(client)
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(9):
         refused = ask(client, count=20)
 
     assert approved.status_code == 201

@@ -8,7 +8,7 @@ from portal.allocations.models import RequestState
 from portal.allocations.services import gpu_request_approve, gpu_request_submit
 from portal.catalog.models import GpuPool
 from portal.catalog.services import gpu_pool_create, gpu_pool_delete
-from portal.cluster.services import cluster_create
+from portal.cluster.services import cluster_create, cluster_update
 from portal.core.errors import Conflict
 from portal.core.models import AuditEvent
 from tenants.selectors import remaining_gpu_eq
@@ -138,3 +138,21 @@ def test_an_allocation_approved_before_the_rule_is_shown_on_the_tenant_page(
 
     assert 'data-testid="unserved-allocations"' in page
     assert f"request {approved.pk}" in page
+
+
+def test_a_cluster_disabled_serves_nothing_from_the_next_request_on(
+    developer, admin_user, a100_tenant, catalog, whole_a100_pool
+) -> None:
+    """Which offerings are served is kept with the process's catalog rows (`catalog_kept`): a
+    cluster's change moves their version, as a pool's does."""
+    spare = cluster_create(actor=admin_user, name="spare")  # no pools: serves every offering
+    served = gpu_request_submit(actor=developer, tenant=a100_tenant, offering=catalog[MIG], count=1)
+
+    cluster_update(actor=admin_user, cluster=spare, enabled=False)
+    refused = gpu_request_submit(
+        actor=developer, tenant=a100_tenant, offering=catalog[MIG], count=1
+    )
+
+    assert served.state == RequestState.APPROVED
+    assert refused.state == RequestState.REJECTED
+    assert "No GPU pool of any cluster serves" in refused.decision_comment

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from portal.allocations import services
 from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import extensions_for, gpu_requests_for
+from portal.catalog.cache import offering_by_slug
 from portal.catalog.models import Offering
 from portal.catalog.services import gpu_model_update, offering_update
 
@@ -134,3 +135,58 @@ def test_without_a_shared_cache_to_trust_the_lists_prefetch_as_before(
     assert len(statements) == 3  # the requests, their offerings, their models
     assert reads_catalog(statements)
     assert [row.offering.slug for row in rows] == [WHOLE, WHOLE]
+
+
+def test_a_decision_reads_its_offering_by_slug_from_the_process_rows(admin_user, catalog) -> None:
+    offering_by_slug(WHOLE)  # read once
+    with CaptureQueriesContext(connection) as queries:
+        offering = offering_by_slug(WHOLE)
+        assert offering is not None
+        assert offering.gpu_model.name == "NVIDIA A100-SXM4-80GB"  # with it, no query
+    assert not queries.captured_queries
+    offering.name = "changed by one decision"
+    again = offering_by_slug(WHOLE)
+    assert again is not None
+    assert again.name == catalog[WHOLE].name  # its own copy
+
+    offering_update(actor=admin_user, offering=catalog[WHOLE], name="A100 (renamed)")
+
+    renamed = offering_by_slug(WHOLE)
+    assert renamed is not None
+    assert renamed.name == "A100 (renamed)"  # the version moved
+    assert offering_by_slug("no-such-offering") is None
+
+
+def test_an_offering_by_slug_the_process_has_not_read_is_read_from_the_database(
+    catalog,
+) -> None:
+    offering_by_slug(WHOLE)
+    template = catalog[WHOLE]
+    Offering.objects.bulk_create(  # no signals: no new version
+        [
+            Offering(
+                slug="a100-80gb-unseen", name="Unseen", gpu_model=template.gpu_model,
+                backend=template.backend, size=template.size, whole=True,
+                resources=template.resources, gpu_eq_num=1, gpu_eq_den=1,
+            )
+        ]
+    )  # fmt: skip
+
+    unseen = offering_by_slug("a100-80gb-unseen")
+
+    assert unseen is not None
+    assert unseen.name == "Unseen"
+    assert unseen.gpu_model.pk == template.gpu_model.pk
+
+
+def test_without_a_shared_cache_an_offering_by_slug_is_read_from_the_database(
+    catalog, settings
+) -> None:
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+    with CaptureQueriesContext(connection) as queries:
+        offering = offering_by_slug(WHOLE)
+
+    assert offering is not None
+    assert offering.gpu_model.slug == catalog[WHOLE].gpu_model.slug
+    assert reads_catalog([query["sql"] for query in queries.captured_queries])
