@@ -28,6 +28,8 @@ class AmountField(serializers.DecimalField):
     """A budget's amount as a string ("1500.00"), never a JSON number: more than 0, up to 16
     whole digits and 2 decimals."""
 
+    context_free = True  # its value alone makes its output (portal/core/rows.py)
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(max_digits=18, decimal_places=2, min_value=Decimal("0.01"), **kwargs)
 

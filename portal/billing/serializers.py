@@ -27,6 +27,8 @@ class PriceField(serializers.DecimalField):
     """A price per GPU-eq-hour written as a string ("2.50"), never a JSON number (a float
     would already have lost digits): at least 0, up to 4 decimals."""
 
+    context_free = True  # its value alone makes its output (portal/core/rows.py)
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(
             max_digits=PRICE_DIGITS, decimal_places=PRICE_DECIMALS, min_value=Decimal(0), **kwargs
@@ -41,6 +43,8 @@ class PriceField(serializers.DecimalField):
 @extend_schema_field({"type": "string", "example": "2026-05", "pattern": r"^\d{4}-\d{2}$"})
 class MonthField(serializers.Field):  # type: ignore[type-arg]
     """A month (its first day) as YYYY-MM, read-only."""
+
+    context_free = True  # its value alone makes its output (portal/core/rows.py)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(read_only=True, **kwargs)
@@ -203,6 +207,8 @@ class StatementDetailSerializer(StatementSerializer):
 @extend_schema_field({"type": "string", "example": "10/7"})
 class FractionField(serializers.Field):  # type: ignore[type-arg]
     """An exact quantity as a string: "3", "10/7"."""
+
+    context_free = True  # its value alone makes its output (portal/core/rows.py)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(read_only=True, **kwargs)

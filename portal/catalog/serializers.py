@@ -18,6 +18,8 @@ from portal.core.validators import LINE_MAX_LENGTH
 class GpuEqField(serializers.Field):  # type: ignore[type-arg]
     """An exact GPU-eq: written as `"1/7"`, `"0.25"` or `3`; read as the exact string."""
 
+    context_free = True  # its value alone makes its output (portal/core/rows.py)
+
     default_error_messages = {"invalid": "{reason}."}
 
     def to_representation(self, value: Fraction) -> str:
@@ -36,6 +38,8 @@ class GpuEqField(serializers.Field):  # type: ignore[type-arg]
 @extend_schema_field(OpenApiTypes.STR)
 class GpuEqDisplayField(serializers.Field):  # type: ignore[type-arg]
     """The same value rounded for people, read-only."""
+
+    context_free = True  # its value alone makes its output (portal/core/rows.py)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(read_only=True, **kwargs)

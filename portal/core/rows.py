@@ -17,6 +17,14 @@ that writes its own `to_representation`. Its output is DRF's, key for key
 (tests/core/test_rows.py compares the two).
 
 A serializer opts in with `list_serializer_class = RowsListSerializer` in its `Meta`.
+
+Building a serializer's fields is itself work on every call (a `ModelSerializer` reads its
+model's fields and deep-copies its declared ones: about a tenth of a list's time). Where a plan
+cannot depend on the call, it is kept for the process, by serializer class and time zone: every
+field is one of DRF's own fields that read and write a value by themselves (`_CONTEXT_FREE`),
+or a field class of ours that says so (`context_free = True`), with no default that needs the
+call's context, and the serializer's fields are DRF's (no `get_fields` of its own but
+`StrictFieldsMixin`'s). Every other plan is made for its list.
 """
 
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +38,8 @@ from django.db import models
 from django.utils import timezone
 from rest_framework import ISO_8601, fields, relations, serializers
 from rest_framework.settings import api_settings
+
+from portal.core.serializers import StrictFieldsMixin
 
 # Field classes whose `to_representation` is `str(value)` (their subclasses may differ).
 _TEXT_FIELDS = frozenset(
@@ -94,14 +104,66 @@ def _fast_getter(field: fields.Field[Any, Any, Any, Any]) -> Getter | None:
 
 type Step = tuple[str, fields.Field[Any, Any, Any, Any], Getter | None, Converter]
 
+# DRF's fields whose reading and writing of a value use nothing but the field itself.
+_CONTEXT_FREE = frozenset(
+    {
+        *_TEXT_FIELDS,
+        fields.IntegerField,
+        fields.BigIntegerField,
+        fields.FloatField,
+        fields.DecimalField,
+        fields.BooleanField,
+        fields.ChoiceField,
+        fields.DateTimeField,
+        fields.DateField,
+        fields.TimeField,
+        fields.DurationField,
+        fields.UUIDField,
+        fields.JSONField,
+        fields.ReadOnlyField,
+    }
+)
+# Serializers' own `get_fields` that build the same fields whatever the call.
+_PLAIN_GET_FIELDS = frozenset(
+    {
+        serializers.Serializer.get_fields,
+        serializers.ModelSerializer.get_fields,
+        StrictFieldsMixin.get_fields,
+    }
+)
+# Plans that depend on nothing but the serializer's class and the time zone (module docstring).
+_kept_plans: dict[tuple[type[Any], tzinfo | None], list[Step]] = {}
 
-def _plan(child: serializers.Serializer[Any]) -> list[Step]:
-    zone = timezone.get_current_timezone() if settings.USE_TZ else None
+
+def _context_free(field: fields.Field[Any, Any, Any, Any]) -> bool:
+    kind = type(field)
+    if kind not in _CONTEXT_FREE and not getattr(kind, "context_free", False):
+        return False
+    return not getattr(field.default, "requires_context", False)
+
+
+def _steps(serializer: serializers.Serializer[Any], zone: tzinfo | None) -> list[Step]:
     steps: list[Step] = []
-    for field in child._readable_fields:
+    for field in serializer._readable_fields:
         getter = _fast_getter(field)
         convert = field.to_representation if getter is None else _converter(field, zone)
         steps.append((field.field_name, field, getter, convert))  # type: ignore[arg-type]
+    return steps
+
+
+def _plan(child: serializers.Serializer[Any]) -> list[Step]:
+    zone = timezone.get_current_timezone() if settings.USE_TZ else None
+    kind = type(child)
+    kept = _kept_plans.get((kind, zone))
+    if kept is not None:
+        return kept
+    steps = _steps(child, zone)
+    if kind.get_fields in _PLAIN_GET_FIELDS and all(_context_free(step[1]) for step in steps):
+        try:
+            alone = kind()  # the kept fields' own serializer: they hold no call's rows
+        except TypeError:
+            return steps  # a serializer that needs arguments: planned for each list
+        _kept_plans[(kind, zone)] = _steps(alone, zone)
     return steps
 
 

@@ -13,6 +13,7 @@ from rest_framework import serializers
 from portal.allocations import services
 from portal.allocations.models import GpuRequest, GpuRequestExtension
 from portal.allocations.serializers import GpuRequestExtensionSerializer, GpuRequestSerializer
+from portal.core import rows
 from portal.core.audit_api import AuditEventSerializer
 from portal.core.models import AuditEvent
 from portal.core.rows import RowsListSerializer, row_writer
@@ -183,3 +184,37 @@ def test_a_missing_required_attribute_fails_as_in_drf() -> None:
     with pytest.raises(AttributeError):
         listed(Named, [Row(), object()]).data  # noqa: B018
     assert listed(Named, [Row()]).data == [{"name": "kept"}]
+
+
+def test_a_plan_is_kept_for_the_process_only_where_no_call_can_change_it(requests_) -> None:
+    class CallersName:
+        requires_context = True  # as DRF's CurrentUserDefault: reads the call
+
+        def __call__(self, field: Any) -> str:
+            return str(field.context.get("caller", "nobody"))
+
+    class WithCaller(serializers.Serializer[Any]):
+        name = serializers.CharField(source="purpose")
+        caller = serializers.CharField(default=CallersName())  # type: ignore[arg-type]
+
+        class Meta:
+            list_serializer_class = RowsListSerializer
+
+    rows._kept_plans.clear()
+    for kind in (GpuRequestSerializer, Everything, WithCaller):
+        listed(kind, requests_).data  # noqa: B018  (written for its plan)
+
+    kept = {kind for kind, _zone in rows._kept_plans}
+    assert GpuRequestSerializer in kept  # DRF's fields and ours that say they need no call
+    assert Everything not in kept  # a method field, related fields: planned for each list
+    assert WithCaller not in kept  # a default that reads the call's user
+    (plan,) = [
+        steps for (kind, _), steps in rows._kept_plans.items() if kind is GpuRequestSerializer
+    ]
+    assert all(field.parent.parent is None for _name, field, _get, _convert in plan)  # no rows held
+    # Kept per time zone, and still what DRF writes.
+    with timezone.override("Asia/Shanghai"):
+        assert listed(GpuRequestSerializer, requests_).data == drf_rows(
+            GpuRequestSerializer, requests_
+        )
+    assert len({zone for kind, zone in rows._kept_plans if kind is GpuRequestSerializer}) == 2
