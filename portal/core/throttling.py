@@ -9,18 +9,29 @@ REST_FRAMEWORK at each request, not once at import as DRF's throttles do, so a c
 takes effect at once.
 
 One throttle checks every limit that applies to a call (a token's and its user's, or an
-address's): all are read in one cache round trip and, when the call is let through, written in
-one, instead of a read and a write per limit. A call refused by one limit is counted by none.
+address's). A call refused by one limit is counted by none.
+
+In Redis the whole check is one script (`LIMITS_SCRIPT`), run in one round trip and atomically:
+each limit's log is a sorted set of the calls' times; the script drops what left each period,
+and either answers the wait or adds the call to every log. Concurrent calls of one caller in
+other processes cannot overwrite each other's counts, and nothing is unpickled or pickled. In
+another cache (a single process's, as the demo's) the logs are lists read and written with
+`get_many` and `set_many`.
 """
 
+import hashlib
+import itertools
 import logging
+import os
 import time
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from django.core.cache import cache as default_cache
-from redis.exceptions import RedisError
+from django.core.cache import caches
+from django.core.cache.backends.base import BaseCache
+from django.core.cache.backends.redis import RedisCache
+from redis.exceptions import NoScriptError, RedisError
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
@@ -34,6 +45,33 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+# KEYS: one sorted set per limit. ARGV: now, the call's member (unique), then each limit's
+# requests and seconds. Answers 0 when the call is let through (and counted in every log), else
+# the seconds until the oldest call of the fullest log leaves its period.
+LIMITS_SCRIPT = """
+local now = tonumber(ARGV[1])
+local wait = 0
+for i, key in ipairs(KEYS) do
+  local requests = tonumber(ARGV[1 + 2 * i])
+  local seconds = tonumber(ARGV[2 + 2 * i])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - seconds)
+  if redis.call('ZCARD', key) >= requests then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    local left = seconds
+    if oldest[2] then left = seconds - (now - tonumber(oldest[2])) end
+    if left > wait then wait = left end
+  end
+end
+if wait > 0 then return tostring(wait) end
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now, ARGV[2])
+  redis.call('EXPIRE', key, tonumber(ARGV[2 + 2 * i]))
+end
+return '0'
+"""
+# What makes each call's member in the logs unique: the process and a counter.
+_calls = itertools.count()
 
 
 @cache
@@ -89,29 +127,58 @@ class ApiRateThrottle(BaseThrottle):
         limits = self.limits_of(request)
         if not limits:
             return True
+        now = self.timer()
+        backend = caches["default"]
         try:
-            logs = default_cache.get_many([limit.key for limit in limits])
+            if isinstance(backend, RedisCache):
+                wait = _redis_wait(backend, limits, now)
+            else:
+                wait = _cache_wait(backend, limits, now)
         except RedisError:
             logger.warning("API rate limits not applied: the cache failed", exc_info=True)
             return True
-        now = self.timer()
-        counted: dict[str, list[float]] = {}
-        waits = []
-        for limit in limits:
-            # Newest first; what left the period is dropped.
-            log = [at for at in logs.get(limit.key, []) if at > now - limit.seconds]
-            if len(log) >= limit.requests:
-                waits.append(limit.seconds - (now - log[-1]) if log else limit.seconds)
-            counted[limit.key] = [now, *log]
-        if waits:
-            self.wait_seconds = max(waits)
+        if wait is not None:
+            self.wait_seconds = wait
             return False
-        try:
-            # Kept for the longest period; each limit drops what left its own when read.
-            default_cache.set_many(counted, timeout=max(limit.seconds for limit in limits))
-        except RedisError:
-            logger.warning("API rate limits not counted: the cache failed", exc_info=True)
         return True
 
     def wait(self) -> float | None:
         return self.wait_seconds
+
+
+_SCRIPT_DIGEST = hashlib.sha1(LIMITS_SCRIPT.encode(), usedforsecurity=False).hexdigest()
+
+
+def _redis_wait(backend: RedisCache, limits: list[Limit], now: float) -> float | None:
+    """The wait when a limit refuses the call, else None with the call counted: one round
+    trip, in Redis, by LIMITS_SCRIPT (sent whole only when Redis does not hold it yet)."""
+    client = backend._cache.get_client(write=True)
+    # Sorted sets under names of their own (a list's pickle would not be one).
+    keys = [backend.make_key(f"{limit.key}_log") for limit in limits]
+    args: list[Any] = [repr(now), f"{now!r}:{os.getpid()}:{next(_calls)}"]
+    for limit in limits:
+        args += [limit.requests, limit.seconds]
+    try:
+        answer = client.evalsha(_SCRIPT_DIGEST, len(keys), *keys, *args)
+    except NoScriptError:
+        answer = client.eval(LIMITS_SCRIPT, len(keys), *keys, *args)
+    wait = float(answer)
+    return wait if wait > 0 else None
+
+
+def _cache_wait(backend: BaseCache, limits: list[Limit], now: float) -> float | None:
+    """As `_redis_wait`, in any other cache: the logs read in one call and written in one."""
+    logs = backend.get_many([limit.key for limit in limits])
+    counted: dict[str, list[float]] = {}
+    waits = []
+    for limit in limits:
+        # Newest first; what left the period is dropped.
+        log = [at for at in logs.get(limit.key, []) if at > now - limit.seconds]
+        if len(log) >= limit.requests:
+            waits.append(limit.seconds - (now - log[-1]) if log else limit.seconds)
+        counted[limit.key] = [now, *log]
+    if waits:
+        return max(waits)
+    # Kept for the longest period; each limit drops what left its own when read.
+    backend.set_many(counted, timeout=max(limit.seconds for limit in limits))
+    return None

@@ -5,7 +5,9 @@ callers and bugs (500 with the request id and nothing else). Pages keep their HT
 import json
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from io import BytesIO
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from portal.accounts.models import User
 from portal.accounts.tokens import api_token_create
 from portal.core.models import IdempotencyKey
 from portal.core.parsers import BoundedJSONParser, RequestTooLarge, json_depth
+from portal.core.throttling import ApiRateThrottle
 from tenants.models import Tenant
 from tests.core.failing_urls import BugInTheApi
 
@@ -319,6 +322,30 @@ def test_a_call_one_limit_refuses_is_counted_by_none(rates, client_for, develope
 
     assert answers == [200, 200, 429]
     assert after == [200, 429]  # the user's third call is the session's first, not its second
+
+
+def test_concurrent_calls_of_one_caller_are_each_counted_once(rates, developer) -> None:
+    """In Redis the check and the count are one script: calls racing from many threads (or
+    processes) cannot overwrite each other's counts, so exactly the rate gets through."""
+    rates(user="20/min")
+    caller = SimpleNamespace(user=developer, auth=None)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        allowed = list(
+            pool.map(lambda _: ApiRateThrottle().allow_request(caller, None), range(60))  # type: ignore[arg-type]
+        )
+
+    assert allowed.count(True) == 20
+
+
+def test_without_redis_each_process_counts_its_callers_alone(rates, settings, developer) -> None:
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    rates(token="2/min")
+    client = token_client(developer, "ci")
+
+    answers = [client.get("/api/v1/me").status_code for _ in range(3)]
+
+    assert answers == [200, 200, 429]
 
 
 def test_anonymous_callers_are_throttled_by_address(rates, db) -> None:
