@@ -36,8 +36,9 @@ CSV_TEXT_COLUMNS = (
 class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
     actor = serializers.CharField(source="actor_name")
     # Null for events that belong to no tenant (the catalog, users, global settings).
-    tenant: "serializers.SlugRelatedField[Any]" = serializers.SlugRelatedField(
-        slug_field="slug", read_only=True, allow_null=True
+    # Read as text (not a related field), so that the list's plan is kept (portal/core/rows.py).
+    tenant = serializers.CharField(
+        source="tenant.slug", read_only=True, allow_null=True, default=None
     )
 
     class Meta:
