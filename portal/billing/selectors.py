@@ -148,6 +148,10 @@ class StatementView:
         return self.stored is not None
 
     @property
+    def provisional(self) -> bool:
+        return self.stored is None
+
+    @property
     def id(self) -> str:
         return f"{self.month:%Y-%m}-{self.tenant.slug}"
 

@@ -151,13 +151,12 @@ class StatementSerializer(serializers.Serializer[StatementView]):
         max_digits=18, decimal_places=2, help_text="the sum of the lines' rounded amounts"
     )
     final = serializers.BooleanField(help_text="the month is closed: stored, never recomputed")
-    provisional = serializers.SerializerMethodField(help_text="the month is open: may change")
+    provisional = serializers.BooleanField(
+        read_only=True, help_text="the month is open: may change"
+    )
     problem = serializers.CharField(
         help_text="why it cannot be priced now (e.g. rate cards in two currencies); empty: none"
     )
-
-    def get_provisional(self, statement: StatementView) -> bool:
-        return not statement.final
 
 
 class CostCentreTotalSerializer(serializers.Serializer[Any]):
