@@ -128,12 +128,11 @@ def offering_by_slug(slug: str) -> Offering | None:
     or as the database has it when there is no shared cache or the rows do not hold it."""
     rows = catalog_rows()
     pk = rows.offering_ids.get(slug) if rows is not None else None
-    if rows is None or pk is None:
+    kept: Any = rows.by_model[Offering][pk] if rows is not None and pk is not None else None
+    gpu_model = rows.by_model[GpuModel].get(kept.gpu_model_id) if rows and kept else None
+    if gpu_model is None:  # not read by this process (or no rows): as the database has it
         return Offering.objects.select_related("gpu_model").filter(slug=slug).first()
-    offering: Offering = copy.copy(rows.by_model[Offering][pk])  # type: ignore[assignment]
-    gpu_model = rows.by_model[GpuModel].get(offering.gpu_model_id)
-    if gpu_model is None:  # a model the process has not read: as the database has it
-        return Offering.objects.select_related("gpu_model").filter(slug=slug).first()
+    offering: Offering = copy.copy(kept)
     offering.gpu_model = copy.copy(gpu_model)  # type: ignore[assignment]
     return offering
 
@@ -156,12 +155,18 @@ def _on_change(sender: Any, **kwargs: Any) -> None:
     catalog_changed()
 
 
+def catalog_follows(model: type[models.Model]) -> None:
+    """Every save or delete of a `model` row moves the catalog's version (`catalog_changed`):
+    for models the catalog's rows or what is kept beside them (`catalog_kept`) depend on."""
+    models.signals.post_save.connect(_on_change, sender=model, dispatch_uid=f"catalog-{model}")
+    models.signals.post_delete.connect(
+        _on_change, sender=model, dispatch_uid=f"catalog-del-{model}"
+    )
+
+
 def catalog_signals_connect() -> None:
     for model in (Offering, GpuModel, GpuPool):
-        models.signals.post_save.connect(_on_change, sender=model, dispatch_uid=f"catalog-{model}")
-        models.signals.post_delete.connect(
-            _on_change, sender=model, dispatch_uid=f"catalog-del-{model}"
-        )
+        catalog_follows(model)
 
 
 def _foreign_keys(model: type[models.Model], lookup: str) -> list[ForeignKey[Any, Any]] | None:

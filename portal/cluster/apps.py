@@ -1,5 +1,4 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_delete, post_save
 from django.utils.translation import gettext_lazy as _
 
 
@@ -15,7 +14,7 @@ class ClusterConfig(AppConfig):
             served_offerings_source,
             waiting_source,
         )
-        from portal.catalog.cache import catalog_changed
+        from portal.catalog.cache import catalog_follows
         from portal.catalog.services import cluster_registered as pool_cluster_lookup
         from portal.cluster.home import cluster_home_register
         from portal.cluster.metrics import ProvisioningCollector
@@ -46,13 +45,7 @@ class ClusterConfig(AppConfig):
         # Which offerings are served is kept with the catalog's rows in each process
         # (`offerings_served`): a cluster's change (enabled or not, added, removed) moves the
         # catalog's version, as a GPU pool's does.
-        for signal in (post_save, post_delete):
-            signal.connect(
-                lambda **_kwargs: catalog_changed(),
-                sender=Cluster,
-                weak=False,
-                dispatch_uid=f"cluster-catalog-{signal is post_save}",
-            )
+        catalog_follows(Cluster)
         # Allocations' pages say why an approved allocation is not active yet, from its runs.
         waiting_source.register(allocations_waiting)
         # A GPU pool (catalog, below this app) must name a registered cluster.
