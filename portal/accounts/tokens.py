@@ -22,6 +22,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from portal.accounts.models import ApiToken, User
 from portal.core.audit import audit_record
 from portal.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
+from portal.core.prepared import KeyedRead
 
 TOKEN_PREFIX = "gpp_"  # noqa: S105  (the marker every personal token starts with, not a secret)
 DISPLAY_PREFIX_LENGTH = 12
@@ -32,6 +33,8 @@ MAX_ACTIVE_TOKENS = 20
 # Recording every use would write on every API call; once a minute is precise enough to tell
 # a token in use from a forgotten one.
 LAST_USED_EVERY = timedelta(minutes=1)
+# Every API call's first read: a token by its (unique) digest, with its user.
+_TOKEN_BY_DIGEST = KeyedRead(ApiToken, "digest", "user")
 
 
 class TokenState(models.TextChoices):
@@ -209,11 +212,9 @@ def api_token_authenticate(text: str) -> ApiToken:
     Raises AuthenticationFailed (401) saying whether the token was revoked or expired, or
     generically when it is unknown or its user is inactive.
     """
-    # `get`, not `first()`: the digest is unique, and `first()` would sort on every API call.
-    try:
-        token = ApiToken.objects.select_related("user").get(digest=_digest(text))
-    except ApiToken.DoesNotExist:
-        raise AuthenticationFailed(_("Unknown or invalid token.")) from None
+    token = _TOKEN_BY_DIGEST.get(_digest(text))
+    if token is None:
+        raise AuthenticationFailed(_("Unknown or invalid token."))
     if token.revoked_at is not None:
         raise AuthenticationFailed(_("This API token was revoked."))
     now = timezone.now()

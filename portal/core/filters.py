@@ -6,6 +6,7 @@ value answers 400 with the error envelope naming the parameter, and the paramete
 the OpenAPI schema. This module holds what every list shares, and the audit trail's FilterSet.
 """
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,12 +91,29 @@ def filter_or_raise(filterset: BaseFilterSet) -> QuerySet[Any]:
     return filterset.qs
 
 
+def asks_for(filterset_class: type[BaseFilterSet], parameters: Iterable[str]) -> bool:
+    """Whether any of `parameters` is one of the FilterSet's (a filter's name, or a name with
+    a suffix, as a range's `_after` and `_before` are)."""
+    names = filterset_class.base_filters
+    return any(
+        parameter in names or any(parameter.startswith(f"{name}_") for name in names)
+        for parameter in parameters
+    )
+
+
 class FilterBackend(DjangoFilterBackend):
-    """The view's `filterset_class` over its queryset; bad values raise ValidationFailed."""
+    """The view's `filterset_class` over its queryset; bad values raise ValidationFailed.
+
+    A call that names none of its filters (most calls: a list's first page) is given the
+    queryset as it is, without a FilterSet: every filter of an empty value filters nothing,
+    and building one (copying its filters, a form, its validation) cost a list some 0.25 ms."""
 
     def filter_queryset(
         self, request: HttpRequest, queryset: QuerySet[Any], view: Any
     ) -> QuerySet[Any]:
+        filterset_class = self.get_filterset_class(view, queryset)
+        if filterset_class is None or not asks_for(filterset_class, request.GET):
+            return queryset
         filterset = self.get_filterset(request, queryset, view)
         return queryset if filterset is None else filter_or_raise(filterset)
 
