@@ -1,18 +1,19 @@
-"""The catalog's offerings and GPU models, kept in each process between requests.
+"""The catalog's offerings, GPU models and notebook images, kept in each process between
+requests, with the clusters (`catalog_keeps`).
 
-Every list of requests, extensions or notebooks shows each row's offering and GPU model. They
-came in two prefetch queries per list (a few dozen rows in all, changed only when an admin edits
-the catalog), about 2.5 ms of a 20 ms page of 50 requests. A queryset of `CatalogPrefetching`
-serves its `prefetch_related` lookups that end at an offering or a GPU model through a chain of
-foreign keys (`"offering"`, `"request__gpu_model"`) from `catalog_rows()` instead; other lookups
-go to Django as before.
+Every list of requests, extensions or notebooks shows each row's offering and GPU model (a
+notebook's also its image and cluster). They came in a prefetch query each per list (a few
+dozen rows in all, changed only when an admin edits the catalog), about 2.5 ms of a 20 ms page
+of 50 requests. A queryset of `CatalogPrefetching` serves its `prefetch_related` lookups that
+end at a kept model through a chain of foreign keys (`"offering"`, `"request__gpu_model"`,
+`"cluster"`) from `catalog_rows()` instead; other lookups go to Django as before.
 
 The rows are current: the shared cache (Redis) holds a catalog version that every save or
-delete of an offering or a GPU model moves, at once and again when its transaction commits
+delete of a kept row (or a GPU pool) moves, at once and again when its transaction commits
 (`catalog_changed`, from the signals `catalog_signals_connect` connects), and each use compares
 it with the version the process's rows were read at. They are also read again at least every
 `KEEP_SECONDS` (a change whose new version Redis missed). Without a shared cache, when Redis does
-not answer, or when a row names an offering the process has not read, the lookups are served by
+not answer, or when a row names one the process has not read, the lookups are served by
 Django's prefetch queries as before. Each list gets its own copies of the rows it shows, so no
 list can change another's. Writes that send no signals (`QuerySet.update`, raw SQL) must call
 `catalog_changed` themselves; the catalog app has none.
@@ -33,16 +34,21 @@ from django.db.models.fields.related import ForeignKey
 from django.utils.functional import cached_property
 from redis.exceptions import RedisError
 
-from portal.catalog.models import GpuModel, GpuPool, Offering
+from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering
 from portal.core.cache import PortalRedisCache
 
 VERSION_KEY = "catalog-version"
 KEEP_SECONDS = 60.0
 
+# The models every row of which the catalog's rows hold: the catalog's offerings, GPU models
+# and notebook images, and small tables of the apps above that lists show on each row
+# (`catalog_keeps`: the clusters).
+_KEPT_MODELS: list[type[models.Model]] = [Offering, GpuModel, NotebookImage]
+
 
 @dataclass
 class CatalogRows:
-    """Every offering and GPU model by id, as read at `version`."""
+    """Every row of the kept models (`_KEPT_MODELS`) by id, as read at `version`."""
 
     version: str
     read_at: float
@@ -101,10 +107,7 @@ def catalog_rows(*, fresh: bool = False) -> CatalogRows | None:
     rows = CatalogRows(
         version,
         time.monotonic(),
-        {
-            Offering: {offering.pk: offering for offering in Offering.objects.all()},
-            GpuModel: {gpu_model.pk: gpu_model for gpu_model in GpuModel.objects.all()},
-        },
+        {model: {row.pk: row for row in model._default_manager.all()} for model in _KEPT_MODELS},
     )
     _kept.rows = rows
     return rows
@@ -164,14 +167,24 @@ def catalog_follows(model: type[models.Model]) -> None:
     )
 
 
+def catalog_keeps(model: type[models.Model]) -> None:
+    """Keep every row of `model` with the catalog's rows, served to `prefetch_related` lookups
+    as the offerings are (module docstring), and follow its saves and deletes
+    (`catalog_follows`): for a table of a few rows that lists show on each of theirs."""
+    catalog_follows(model)
+    if model not in _KEPT_MODELS:
+        _KEPT_MODELS.append(model)
+
+
 def catalog_signals_connect() -> None:
-    for model in (Offering, GpuModel, GpuPool):
-        catalog_follows(model)
+    catalog_follows(GpuPool)
+    for model in (Offering, GpuModel, NotebookImage):
+        catalog_keeps(model)
 
 
 def _foreign_keys(model: type[models.Model], lookup: str) -> list[ForeignKey[Any, Any]] | None:
-    """The chain of foreign keys `lookup` follows from `model` when it ends at an offering or
-    a GPU model, else None."""
+    """The chain of foreign keys `lookup` follows from `model` when it ends at a kept model
+    (`_KEPT_MODELS`), else None."""
     chain: list[ForeignKey[Any, Any]] = []
     current = model
     for name in lookup.split("__"):
@@ -183,7 +196,7 @@ def _foreign_keys(model: type[models.Model], lookup: str) -> list[ForeignKey[Any
             return None
         chain.append(found)
         current = found.related_model
-    return chain if current in (Offering, GpuModel) else None
+    return chain if current in _KEPT_MODELS else None
 
 
 def _attach(
@@ -203,7 +216,9 @@ def _attach(
             if related is not None:
                 reached.append(related)
         holders = reached
-    table = rows.by_model[last.related_model]
+    table = rows.by_model.get(last.related_model)
+    if table is None:  # kept only since these rows were read
+        return False
     ids = {getattr(holder, last.attname) for holder in holders} - {None}
     if not ids <= table.keys():
         return False

@@ -14,7 +14,7 @@ class ClusterConfig(AppConfig):
             served_offerings_source,
             waiting_source,
         )
-        from portal.catalog.cache import catalog_follows
+        from portal.catalog.cache import catalog_keeps
         from portal.catalog.services import cluster_registered as pool_cluster_lookup
         from portal.cluster.home import cluster_home_register
         from portal.cluster.metrics import ProvisioningCollector
@@ -42,10 +42,11 @@ class ClusterConfig(AppConfig):
         # Requests (allocations, below this app) are refused for offerings no pool serves.
         served_source.register(offering_served)
         served_offerings_source.register(offerings_served)
-        # Which offerings are served is kept with the catalog's rows in each process
-        # (`offerings_served`): a cluster's change (enabled or not, added, removed) moves the
-        # catalog's version, as a GPU pool's does.
-        catalog_follows(Cluster)
+        # The clusters are kept with the catalog's rows in each process (a notebook list shows
+        # each row's), and so is which offerings are served (`offerings_served`): a cluster's
+        # change (enabled or not, added, removed) moves the catalog's version, as a GPU pool's
+        # does.
+        catalog_keeps(Cluster)
         # Allocations' pages say why an approved allocation is not active yet, from its runs.
         waiting_source.register(allocations_waiting)
         # A GPU pool (catalog, below this app) must name a registered cluster.

@@ -24,10 +24,11 @@ from tenants.models import TenantState
 
 
 def _notebooks() -> VisibleQuerySet[Notebook]:
-    # The cluster and the image (a handful of rows each) in queries of their own, the offering
-    # and GPU model from the process's catalog rows: PostgreSQL's planning time grows steeply
-    # with the tables of one join (make bench, `notebooks/`: 4.3 ms to plan the six tables of
-    # notebook, tenant, owner, allocation, offering and GPU model, more than to read them).
+    # The cluster, the image, the offering and the GPU model (a handful of rows each) from the
+    # process's catalog rows (`portal.catalog.cache`), not joined: PostgreSQL's planning time
+    # grows steeply with the tables of one join (make bench, `notebooks/`: 4.3 ms to plan the
+    # six tables of notebook, tenant, owner, allocation, offering and GPU model, more than to
+    # read them).
     return Notebook.objects.select_related("tenant", "owner", "allocation").prefetch_related(
         "cluster", "image", "allocation__offering", "allocation__offering__gpu_model"
     )
