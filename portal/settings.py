@@ -430,6 +430,8 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_AGE = env.integer("SESSION_COOKIE_AGE", default=8 * 3600, minimum=60)
+# Django's database sessions, read with SQL built once per process (portal/accounts/sessions.py).
+SESSION_ENGINE = "portal.accounts.sessions"
 SECURE_SSL_REDIRECT = env.flag("SECURE_SSL_REDIRECT", default=False)
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.integer("SECURE_HSTS_SECONDS", default=0)

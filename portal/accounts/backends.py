@@ -12,6 +12,10 @@ from django.conf import settings
 from django.contrib.auth.backends import BaseBackend, ModelBackend
 
 from portal.accounts.models import User
+from portal.core.prepared import KeyedRead
+
+# Every signed-in page reads its user by primary key, with SQL built once per process.
+_USER_BY_ID = KeyedRead(User, "pk")
 
 
 class SsoBackend(BaseBackend):
@@ -19,14 +23,15 @@ class SsoBackend(BaseBackend):
         return None
 
     def get_user(self, user_id: Any) -> User | None:
-        # Every signed-in request reads its user: `get` by primary key, no `first()` sort.
-        try:
-            return User.objects.get(pk=user_id, is_active=True)
-        except User.DoesNotExist:
-            return None
+        user = _USER_BY_ID.get(user_id)
+        return user if user is not None and user.is_active else None
 
 
 class PasswordBackend(ModelBackend):
+    def get_user(self, user_id: Any) -> User | None:
+        user = _USER_BY_ID.get(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
+
     def user_can_authenticate(self, user: Any) -> bool:
         if settings.SSO_ENABLED and user.username not in settings.PORTAL_BREAK_GLASS_USERS:
             return False

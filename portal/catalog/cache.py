@@ -46,13 +46,26 @@ KEEP_SECONDS = 60.0
 _KEPT_MODELS: list[type[models.Model]] = [Offering, GpuModel, NotebookImage]
 
 
+class _Tables(dict[type[models.Model], dict[int, models.Model]]):
+    """Each kept model's rows by id, read the first time they are wanted: a list of requests
+    reads no cluster."""
+
+    def __missing__(self, model: type[models.Model]) -> dict[int, models.Model]:
+        if model not in _KEPT_MODELS:
+            raise KeyError(model)
+        table = {row.pk: row for row in model._default_manager.all()}
+        self[model] = table
+        return table
+
+
 @dataclass
 class CatalogRows:
-    """Every row of the kept models (`_KEPT_MODELS`) by id, as read at `version`."""
+    """Every row of the kept models (`_KEPT_MODELS`) by id, as read at `version` or after
+    it (each model's when first wanted)."""
 
     version: str
     read_at: float
-    by_model: dict[type[models.Model], dict[int, models.Model]]
+    by_model: _Tables = field(default_factory=_Tables)
     # Values derived from the catalog at this version (`catalog_kept`), by name.
     derived: dict[str, Any] = field(default_factory=dict)
 
@@ -104,11 +117,7 @@ def catalog_rows(*, fresh: bool = False) -> CatalogRows | None:
         and time.monotonic() - kept.read_at < KEEP_SECONDS
     ):
         return kept
-    rows = CatalogRows(
-        version,
-        time.monotonic(),
-        {model: {row.pk: row for row in model._default_manager.all()} for model in _KEPT_MODELS},
-    )
+    rows = CatalogRows(version, time.monotonic())
     _kept.rows = rows
     return rows
 
@@ -216,9 +225,7 @@ def _attach(
             if related is not None:
                 reached.append(related)
         holders = reached
-    table = rows.by_model.get(last.related_model)
-    if table is None:  # kept only since these rows were read
-        return False
+    table = rows.by_model[last.related_model]
     ids = {getattr(holder, last.attname) for holder in holders} - {None}
     if not ids <= table.keys():
         return False

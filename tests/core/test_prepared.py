@@ -76,3 +76,19 @@ def test_where_a_value_needs_converting_or_the_key_is_not_text_the_orm_reads(
     assert read_period.closed_by is None
     assert by_month._plans[("default", "postgresql")] is None
     assert by_month.get("2026-09-01") is None
+
+
+def test_a_user_is_read_by_its_primary_key_with_sql_built_once(
+    developer, django_assert_num_queries
+) -> None:
+    read = KeyedRead(User, "pk")
+
+    with django_assert_num_queries(1):
+        user = read.get(developer.pk)
+
+    assert read._plans[("default", "postgresql")] is not None
+    assert user is not None
+    assert [getattr(user, f.attname) for f in User._meta.concrete_fields] == [
+        getattr(developer, f.attname) for f in User._meta.concrete_fields
+    ]
+    assert read.get(developer.pk + 1000) is None
