@@ -149,6 +149,18 @@ def offering_by_slug(slug: str) -> Offering | None:
     return offering
 
 
+def gpu_models_by_id(ids: Iterable[int]) -> dict[int, GpuModel]:
+    """The GPU models `ids`, copies of the process's rows (module docstring), or as the
+    database has them (one query) when there is no shared cache or the rows lack one."""
+    wanted = set(ids)
+    rows = catalog_rows() if wanted else None
+    kept: dict[int, Any] = rows.by_model[GpuModel] if rows is not None else {}
+    if wanted <= kept.keys():
+        return {pk: copy.copy(kept[pk]) for pk in wanted}
+    found: dict[int, GpuModel] = GpuModel.objects.in_bulk(wanted)
+    return found
+
+
 def _move_version() -> None:
     if _shared():
         with contextlib.suppress(RedisError):  # read again within KEEP_SECONDS anyway

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from portal.allocations import services
 from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import extensions_for, gpu_requests_for
-from portal.catalog.cache import offering_by_slug
+from portal.catalog.cache import gpu_models_by_id, offering_by_slug
 from portal.catalog.models import Offering
 from portal.catalog.services import gpu_model_update, offering_update
 
@@ -190,3 +190,25 @@ def test_without_a_shared_cache_an_offering_by_slug_is_read_from_the_database(
     assert offering is not None
     assert offering.gpu_model.slug == catalog[WHOLE].gpu_model.slug
     assert reads_catalog([query["sql"] for query in queries.captured_queries])
+
+
+def test_gpu_models_by_id_are_copies_of_the_process_rows_or_read_from_the_database(
+    catalog, settings
+) -> None:
+    a100 = catalog[WHOLE].gpu_model
+    gpu_models_by_id([a100.pk])  # read once
+
+    with CaptureQueriesContext(connection) as kept_queries:
+        kept = gpu_models_by_id([a100.pk])
+    kept[a100.pk].name = "changed by one caller"
+    again = gpu_models_by_id([a100.pk, a100.pk + 1000])  # one the rows lack: the database
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    with CaptureQueriesContext(connection) as unshared_queries:
+        unshared = gpu_models_by_id([a100.pk])
+
+    assert not kept_queries.captured_queries
+    assert again == {a100.pk: a100}
+    assert again[a100.pk].name == a100.name  # its own copy
+    assert unshared[a100.pk].name == a100.name
+    assert reads_catalog([query["sql"] for query in unshared_queries.captured_queries])
+    assert gpu_models_by_id([]) == {}
