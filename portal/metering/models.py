@@ -142,8 +142,93 @@ class Measures:
         self.ram_gib_hours += other.ram_gib_hours
 
 
+def _exact(parts: dict[int, int]) -> Fraction:
+    """The sum of the fractions numerator/denominator given as {denominator: numerator}."""
+    if len(parts) == 1:
+        ((denominator, numerator),) = parts.items()
+        return Fraction(numerator, denominator)
+    total = Fraction(0)
+    for denominator, numerator in parts.items():
+        total += Fraction(numerator, denominator)
+    return total
+
+
+class MeasuresSum:
+    """Measures added up: the GPU-eq-hours as whole numerators per denominator (the rows of a
+    sum share one or a few), made one exact fraction each at the end (`total`), rather than a
+    `Fraction` made, reduced and added for every row; the decimals summed as they come."""
+
+    __slots__ = ("cpu", "memory", "ram", "requested", "reserved", "used")
+
+    def __init__(self) -> None:
+        self.reserved: dict[int, int] = {}
+        self.requested: dict[int, int] = {}
+        self.used = self.memory = self.cpu = self.ram = Decimal(0)
+
+    def add_parts(
+        self,
+        reserved: tuple[int, int],
+        requested: tuple[int, int],
+        decimals: Sequence[Decimal],
+    ) -> None:
+        """Add measures given as (numerator, denominator) pairs and the four decimals in the
+        order of Measures' fields."""
+        numerator, denominator = reserved
+        self.reserved[denominator] = self.reserved.get(denominator, 0) + numerator
+        numerator, denominator = requested
+        self.requested[denominator] = self.requested.get(denominator, 0) + numerator
+        used, memory, cpu, ram = decimals
+        self.used += used
+        self.memory += memory
+        self.cpu += cpu
+        self.ram += ram
+
+    def add(self, measures: Measures) -> None:
+        self.add_parts(
+            (measures.reserved.numerator, measures.reserved.denominator),
+            (measures.requested.numerator, measures.requested.denominator),
+            (
+                measures.used_gpu_hours,
+                measures.memory_gib_hours,
+                measures.cpu_core_hours,
+                measures.ram_gib_hours,
+            ),
+        )
+
+    def total(self) -> Measures:
+        return Measures(
+            _exact(self.reserved),
+            _exact(self.requested),
+            self.used,
+            self.memory,
+            self.cpu,
+            self.ram,
+        )
+
+
 # measure_sums's sums, in the order of Measures' fields.
 MEASURES_SUMMED = ("reserved", "requested", "used", "memory", "cpu", "ram")
+
+
+def measures_summed(
+    querysets: Sequence["UsageQuerySet[Any]"], columns: Sequence[str]
+) -> dict[tuple[Any, ...], Measures]:
+    """`UsageQuerySet.measure_sums` of several querysets of usage (a range's whole months
+    from the monthly rollup and the days either side from the daily one) added up per value of
+    `columns`: one grouped query each, combined exactly here."""
+    sums: dict[tuple[Any, ...], MeasuresSum] = {}
+    for rows in querysets:
+        rows._add_sums(columns, sums)
+    totals = {key: total.total() for key, total in sums.items()}
+    if querysets and connections[querysets[0].db].vendor != "postgresql":
+        # SQLite sums decimals with more places than it stores; PostgreSQL keeps the
+        # columns' six.
+        for measures in totals.values():
+            measures.used_gpu_hours = measures.used_gpu_hours.quantize(MICRO)
+            measures.memory_gib_hours = measures.memory_gib_hours.quantize(MICRO)
+            measures.cpu_core_hours = measures.cpu_core_hours.quantize(MICRO)
+            measures.ram_gib_hours = measures.ram_gib_hours.quantize(MICRO)
+    return totals
 
 
 class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
@@ -153,6 +238,10 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
         denominator) in SQL, combined exactly here. A rollup's rows are stored over
         COMMON_DENOMINATOR wherever that is exact and fits (`stored_over_common`): they are
         summed per stored denominator, the same groups without working each row's out."""
+        return measures_summed([self], columns)
+
+    def _add_sums(self, columns: Sequence[str], sums: dict[tuple[Any, ...], MeasuresSum]) -> None:
+        """Add this usage's measures per value of `columns` to `sums` (`measure_sums`)."""
         reserved_num: F | Case
         reserved_den: F | Case
         requested_num: F | Case
@@ -176,30 +265,16 @@ class UsageQuerySet[M: models.Model](VisibleQuerySet[M]):
             )
         )
         width = len(columns)
-        sums: dict[tuple[Any, ...], Measures] = {}
         for row in plain_rows(
             grouped.values_list(*columns, "reserved_over", "requested_over", *MEASURES_SUMMED)
         ):
             reserved_over, requested_over, reserved, requested, *decimals = row[width:]
-            measures = Measures(
-                Fraction(int(reserved), reserved_over),
-                Fraction(int(requested), requested_over),
-                *decimals,
-            )
             total = sums.get(row[:width])
             if total is None:
-                sums[row[:width]] = measures
-            else:
-                total.add(measures)
-        if connections[self.db].vendor != "postgresql":
-            # SQLite sums decimals with more places than it stores; PostgreSQL keeps the
-            # columns' six.
-            for total in sums.values():
-                total.used_gpu_hours = total.used_gpu_hours.quantize(MICRO)
-                total.memory_gib_hours = total.memory_gib_hours.quantize(MICRO)
-                total.cpu_core_hours = total.cpu_core_hours.quantize(MICRO)
-                total.ram_gib_hours = total.ram_gib_hours.quantize(MICRO)
-        return sums
+                total = sums[row[:width]] = MeasuresSum()
+            total.add_parts(
+                (int(reserved), reserved_over), (int(requested), requested_over), decimals
+            )
 
 
 class ModelUsageMeasures(models.Model):

@@ -28,6 +28,7 @@ from portal.catalog.models import GpuModel, Offering
 from portal.core.errors import NotFound
 from portal.metering.models import (
     Measures,
+    MeasuresSum,
     MeteringState,
     UsageDaily,
     UsageModelDaily,
@@ -37,6 +38,7 @@ from portal.metering.models import (
     UsageRecord,
     UsageWindow,
     UsageWorkloadDaily,
+    measures_summed,
 )
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
@@ -227,10 +229,7 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
         and sees_everything(viewer)
     )
     keys = [_BY_ID[column][0] if by_id and column in _BY_ID else column for column in columns]
-    sums = rows.measure_sums(keys)
-    if months is not None:
-        for key, measures in months.measure_sums(keys).items():
-            sums.setdefault(key, Measures()).add(measures)
+    sums = measures_summed([rows] if months is None else [rows, months], keys)
     if by_id:
         sums = _named(sums, columns)
     totals = {
@@ -297,11 +296,15 @@ def usage_regrouped(rows: list[UsageRow], group_by: Sequence[str]) -> list[Usage
     the same rows, in the same order, as `usage_totals` grouped that way, without reading the
     usage again."""
     names = [_NAMES[column] for group in group_by for column in _COLUMNS[group]]
-    sums: dict[tuple[Any, ...], Measures] = {}
+    sums: dict[tuple[Any, ...], MeasuresSum] = {}
     for row in rows:
-        sums.setdefault(tuple(row.group[name] for name in names), Measures()).add(row)
+        key = tuple(row.group[name] for name in names)
+        total = sums.get(key)
+        if total is None:
+            total = sums[key] = MeasuresSum()
+        total.add(row)
     return [
-        UsageRow(group=dict(zip(names, key, strict=True)), **sums[key].__dict__)
+        UsageRow(group=dict(zip(names, key, strict=True)), **sums[key].total().__dict__)
         for key in sorted(sums, key=_sort_key)
     ]
 
