@@ -28,11 +28,13 @@ from portal.allocations.selectors import (
     gpu_requests_for,
 )
 from portal.allocations.serializers import (
+    LISTED_NAMES_OF_REQUEST,
     CommentSerializer,
     ExtendSerializer,
     GpuRequestDetailSerializer,
     GpuRequestExtensionSerializer,
     GpuRequestInputSerializer,
+    GpuRequestListSerializer,
     GpuRequestPreviewSerializer,
     GpuRequestSerializer,
 )
@@ -43,7 +45,7 @@ from portal.core.errors import ValidationFailed
 from portal.core.filters import FilterBackend
 from portal.core.http import api_user
 from portal.core.idempotency import idempotent_post
-from portal.core.rows import only_listed, row_writer
+from portal.core.rows import names_listed, row_writer
 from portal.core.schema import documented_error
 from tenants.access import Access, tenant_for
 from tenants.models import Tenant
@@ -64,12 +66,6 @@ def _request_input(request: Request, user: User) -> tuple[Tenant, Offering, dict
     return tenant, offering, data
 
 
-# What the list's serializer reads of the rows it joins (a user's password hash, names and
-# dates, a tenant's settings are left unread): `only_listed` keeps every column of the listed
-# model itself and these of the joined ones.
-LISTED_OF_REQUEST = ("tenant__slug", "requester__username", "decided_by__username")
-
-
 class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
     """GPU requests the caller may see; POST asks for GPUs and answers with the decision."""
 
@@ -79,11 +75,13 @@ class GpuRequestList(ListModelMixin, GenericAPIView[GpuRequest]):
     filterset_class = GpuRequestFilter
 
     def get_queryset(self) -> QuerySet[GpuRequest]:
-        return only_listed(gpu_requests_for(api_user(self.request)), LISTED_OF_REQUEST)
+        # The names of the tenant, the requester and the decider as values of each row, not
+        # joined instances (`names_listed`), read by the list's own serializer: the same JSON.
+        return names_listed(gpu_requests_for(api_user(self.request)), LISTED_NAMES_OF_REQUEST)
 
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+        return self.get_paginated_response(GpuRequestListSerializer(page, many=True).data)
 
     @extend_schema(request=GpuRequestInputSerializer, responses={201: GpuRequestSerializer})
     @idempotent_post

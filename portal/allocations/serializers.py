@@ -35,6 +35,27 @@ class GpuRequestSerializer(serializers.ModelSerializer[GpuRequest]):
         read_only_fields: tuple[str, ...] = fields
 
 
+# The names a list of requests shows of the rows it joins, read as values (`names_listed`).
+LISTED_NAMES_OF_REQUEST = {
+    "tenant_slug": "tenant__slug",
+    "requester_username": "requester__username",
+    "decided_by_username": "decided_by__username",
+}
+
+
+class GpuRequestListSerializer(GpuRequestSerializer):
+    """`GpuRequestSerializer`'s rows for a list read with `names_listed`: the same JSON."""
+
+    tenant = serializers.CharField(source="tenant_slug", read_only=True)
+    requester = serializers.CharField(source="requester_username", read_only=True)
+    decided_by = serializers.CharField(
+        source="decided_by_username", read_only=True, allow_null=True, default=None
+    )
+
+    class Meta(GpuRequestSerializer.Meta):
+        pass
+
+
 class ProvisioningRunBriefSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     cluster = serializers.CharField(source="cluster.name")
