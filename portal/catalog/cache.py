@@ -191,7 +191,9 @@ def catalog_follows(model: type[models.Model]) -> None:
 def catalog_keeps(model: type[models.Model]) -> None:
     """Keep every row of `model` with the catalog's rows, served to `prefetch_related` lookups
     as the offerings are (module docstring), and follow its saves and deletes
-    (`catalog_follows`): for a table of a few rows that lists show on each of theirs."""
+    (`catalog_follows`): for a table of a few rows that lists show on each of theirs. A write
+    that sends no signal leaves the kept copies up to KEEP_SECONDS behind: the clusters' times
+    of their last reconcile and capacity reading (`QuerySet.update`), which no list shows."""
     catalog_follows(model)
     if model not in _KEPT_MODELS:
         _KEPT_MODELS.append(model)
