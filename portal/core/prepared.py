@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import connections, models, router
+from django.utils.functional import cached_property
 
 # Stand for the key while the SQL is built, and are found again among its parameters: text,
 # or a number (within a 32-bit integer, which Django would otherwise read as no row).
@@ -50,11 +51,11 @@ class KeyedRead[M: models.Model]:
             row = cursor.fetchone()
         if row is None:
             return None
-        own, theirs = self._names()
+        own, theirs = self._names
         found = self.model.from_db(using, own, row[: len(own)])
         if self.related is not None:
+            related_model = self._related_model
             related_row = row[len(own) :]
-            related_model = self._related_model()
             related = (
                 None
                 if related_row[theirs.index(related_model._meta.pk.attname)] is None
@@ -67,16 +68,19 @@ class KeyedRead[M: models.Model]:
         rows = self.model._default_manager.using(using).order_by()
         return rows.select_related(self.related) if self.related is not None else rows
 
+    # Worked out once, on the first read (the models are loaded by then), not on every call.
+    @cached_property
     def _related_model(self) -> type[models.Model]:
         related: type[models.Model] = self.model._meta.get_field(str(self.related)).related_model  # type: ignore[assignment]
         return related
 
+    @cached_property
     def _names(self) -> tuple[list[str], list[str]]:
         """The attribute names of the model's columns and of the related model's."""
         own = [field.attname for field in self.model._meta.concrete_fields]
         if self.related is None:
             return own, []
-        theirs = [field.attname for field in self._related_model()._meta.concrete_fields]
+        theirs = [field.attname for field in self._related_model._meta.concrete_fields]
         return own, theirs
 
     def _plan(self, using: str) -> str | None:
@@ -86,7 +90,7 @@ class KeyedRead[M: models.Model]:
             return None
         fields = list(self.model._meta.concrete_fields)
         if self.related is not None:
-            fields += self._related_model()._meta.concrete_fields
+            fields += self._related_model._meta.concrete_fields
         for field in fields:
             column = field.get_col(field.model._meta.db_table)
             if connection.ops.get_db_converters(column) or column.get_db_converters(connection):
@@ -99,7 +103,7 @@ class KeyedRead[M: models.Model]:
             if isinstance(key_field, models.IntegerField | models.AutoField)
             else _TEXT_KEY
         )
-        own, theirs = self._names()
+        own, theirs = self._names
         try:
             rows = (
                 self._rows(using)
