@@ -223,7 +223,7 @@ def window_collect(cluster: Cluster, start: datetime, source: MetricsSource) -> 
         window.records = len(records)
         window.finished_at = timezone.now()
         window.save()
-        _advance_watermark(cluster)
+        _window_counted(cluster)
     return window
 
 
@@ -261,8 +261,9 @@ def records_insert(records: list[RecordRow]) -> None:
         rows_insert(UsageRecord, RecordRow._fields, records)
 
 
-def _advance_watermark(cluster: Cluster) -> None:
-    """Move the watermark over every consecutive done window."""
+def _window_counted(cluster: Cluster) -> None:
+    """Count the window just done (`windows_done`, which kept usage readings are keyed by) and
+    move the watermark over every consecutive done window."""
     state = MeteringState.objects.select_for_update().get(cluster=cluster)
     until = state.complete_until or state.begins_at
     done = set(
@@ -274,7 +275,8 @@ def _advance_watermark(cluster: Cluster) -> None:
         until += WINDOW
     if until != (state.complete_until or state.begins_at):
         state.complete_until = until
-        state.save(update_fields=["complete_until"])
+    state.windows_done += 1
+    state.save(update_fields=["complete_until", "windows_done"])
 
 
 def _resource_labels(cluster: Cluster) -> set[str]:

@@ -84,6 +84,11 @@ class MeteringState(models.Model):
     demo = models.BooleanField(
         default=False, help_text=_("Collected from the demo's synthetic metrics")
     )
+    # Moved by one in the transaction that writes a window's usage: what readings kept
+    # between requests are keyed by (portal/metering/kept.py).
+    windows_done = models.PositiveBigIntegerField(
+        default=0, help_text=_("Windows collected, counted as their usage is written")
+    )
 
     def __str__(self) -> str:
         return f"metering of {self.cluster_id}"

@@ -7,7 +7,8 @@ grouped by offering,
 the per-workload daily rollup when it can (no hour, no single notebook: the same rows a caller
 may see as in the records), and the hourly records otherwise. One grouped query (two with whole
 months), whatever the number of rows: the exact fractions are summed over one denominator in SQL and
-combined in Python. Every tenant's usage is grouped by ids and named after (`_named`).
+combined in Python. Every tenant's usage is grouped by ids and named after (`_named`), and kept
+until the usage changes (`portal/metering/kept.py`).
 """
 
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from portal.catalog.cache import catalog_rows
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import GpuModel, Offering
 from portal.core.errors import NotFound
+from portal.metering.kept import KeptReadings, usage_inputs
 from portal.metering.models import (
     Measures,
     MeasuresSum,
@@ -174,7 +176,9 @@ def _uses_daily(viewer: User, query: UsageQuery) -> bool:
 def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
     """Usage `viewer` may see, grouped by `query.group_by`, in group order. One query (two
     where whole months come from the monthly rollup), and for every tenant's usage grouped by
-    tenant or user one more that names them."""
+    tenant or user one more that names them. Every tenant's usage is kept in the process
+    until it changes, one query more to know that (`portal/metering/kept.py`): one query when
+    kept. The rows are read-only."""
     query.check()
     rows: UsageQuerySet[Any]
     months: UsageQuerySet[Any] | None = None
@@ -228,8 +232,29 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
         and query.notebook_id is None
         and sees_everything(viewer)
     )
+    readings = [rows] if months is None else [rows, months]
+    if not by_id:
+        return _grouped(readings, columns, by_id=False)
+    # The same for everyone who sees every tenant: kept until the usage changes.
+    key = (
+        tuple(query.group_by),
+        query.start,
+        query.end,
+        usage_inputs([reading.model for reading in readings]),
+    )
+    return _readings.read(key, lambda: _grouped(readings, columns, by_id=True))
+
+
+# Every tenant's usage readings, kept in this process (portal/metering/kept.py).
+_readings: KeptReadings[UsageRow] = KeptReadings()
+
+
+def _grouped(
+    readings: Sequence[UsageQuerySet[Any]], columns: Sequence[str], *, by_id: bool
+) -> list[UsageRow]:
+    """`readings` grouped by `columns`, in group order (`usage_totals`)."""
     keys = [_BY_ID[column][0] if by_id and column in _BY_ID else column for column in columns]
-    sums = measures_summed([rows] if months is None else [rows, months], keys)
+    sums = measures_summed(readings, keys)
     if by_id:
         sums = _named(sums, columns)
     totals = {
