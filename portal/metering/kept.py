@@ -14,6 +14,9 @@ read from (`usage_inputs`, one query):
   window with newer ids still moves them;
 - how many clusters are metered.
 
+The chargeback page's spend chart keeps its open months priced from the rollups the same way
+(`portal/billing/spend.py`), keyed by the rate cards too.
+
 A reading is kept at most `KEEP_SECONDS`: a change these do not see (usage deleted with nothing
 written after it, a tenant or user renamed) shows by then. Callers share the kept rows: they
 read them and never change them. Only readings that are the same for every caller are kept
@@ -63,18 +66,23 @@ class KeptReadings[T]:
             self._readings.clear()
 
 
-def usage_inputs(tables: Sequence[type[models.Model]]) -> tuple[int | None, ...]:
+def usage_inputs(
+    tables: Sequence[type[models.Model]], counted: Sequence[type[models.Model]] = ()
+) -> tuple[int | None, ...]:
     """What a reading of `tables` (usage rollups or records) was read from: the newest id of
-    each, the windows collected and the clusters metered (module docstring). One query."""
+    each, the windows collected and the clusters metered (module docstring); and the newest
+    id and the number of rows of each of `counted`, small tables whose rows are written and
+    deleted but never changed (rate cards). One query."""
     # Table names of our models; no value from outside.
     quote = connection.ops.quote_name
     newest = [
         f"(SELECT MAX(id) FROM {quote(table._meta.db_table)})"  # noqa: S608
-        for table in tables
+        for table in [*tables, *counted]
     ]
+    counts = [f"(SELECT COUNT(*) FROM {quote(table._meta.db_table)})" for table in counted]  # noqa: S608
     states = quote(MeteringState._meta.db_table)
     sql = (
-        f"SELECT {', '.join(newest)}, "  # noqa: S608
+        f"SELECT {', '.join([*newest, *counts])}, "  # noqa: S608
         f"(SELECT COALESCE(SUM(windows_done), 0) FROM {states}), "
         f"(SELECT COUNT(*) FROM {states})"
     )

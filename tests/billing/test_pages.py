@@ -40,10 +40,11 @@ from tests.sheets import xlsx_rows
 PERIOD = f"{MONTH:%Y-%m}"
 # A closed month's page: session, user, cost centres, the last closed month, the watermarks, the
 # month's period (and who closed it), a page of statements, their count, the page's budgets, the
-# totals per cost centre; the chart's periods, the rate cards, the rollups of its open months
+# totals per cost centre; the chart's periods, what its open months are priced from (kept
+# until that changes: portal/metering/kept.py), the rate cards, the rollups of its open months
 # (monthly rows where no card takes effect within the month, daily rows where one does) and its
 # two sums.
-CLOSED_PAGE_QUERIES = 16
+CLOSED_PAGE_QUERIES = 17
 
 
 @dataclass
