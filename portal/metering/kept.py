@@ -19,9 +19,10 @@ The chargeback page's spend chart keeps its open months priced from the rollups 
 
 A reading is kept at most `KEEP_SECONDS`: a change these do not see (usage deleted with nothing
 written after it, a tenant or user renamed) shows by then. Callers share the kept rows: they
-read them and never change them. Only readings that are the same for every caller are kept
-(every tenant's usage, for those who see all of it); one tenant's or one user's is read each
-time, as it is small.
+read them and never change them. Only readings that are the same for every caller are kept:
+every tenant's usage, for those who see all of it, and one tenant's from the rollups, for those
+who see all of that tenant's (its lead, finance, admins; `TENANT_READINGS` of those, each a few
+rows). One user's own usage, or a developer's view of a tenant, is read each time.
 """
 
 import threading
@@ -34,6 +35,7 @@ from django.db import connection, models
 from portal.metering.models import MeteringState
 
 KEEP_READINGS = 16
+TENANT_READINGS = 256
 KEEP_SECONDS = 15 * 60
 
 

@@ -87,7 +87,9 @@ class MeteringState(models.Model):
     # Moved by one in the transaction that writes a window's usage: what readings kept
     # between requests are keyed by (portal/metering/kept.py).
     windows_done = models.PositiveBigIntegerField(
-        default=0, help_text=_("Windows collected, counted as their usage is written")
+        default=0,
+        db_default=0,
+        help_text=_("Windows collected, counted as their usage is written"),
     )
 
     def __str__(self) -> str:

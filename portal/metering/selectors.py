@@ -27,7 +27,7 @@ from portal.catalog.cache import catalog_rows
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import GpuModel, Offering
 from portal.core.errors import NotFound
-from portal.metering.kept import KeptReadings, usage_inputs
+from portal.metering.kept import TENANT_READINGS, KeptReadings, usage_inputs
 from portal.metering.models import (
     Measures,
     MeasuresSum,
@@ -176,13 +176,14 @@ def _uses_daily(viewer: User, query: UsageQuery) -> bool:
 def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
     """Usage `viewer` may see, grouped by `query.group_by`, in group order. One query (two
     where whole months come from the monthly rollup), and for every tenant's usage grouped by
-    tenant or user one more that names them. Every tenant's usage is kept in the process
-    until it changes, one query more to know that (`portal/metering/kept.py`): one query when
-    kept. The rows are read-only."""
+    tenant or user one more that names them. Every tenant's usage, and one tenant's read from
+    the rollups, is kept in the process until it changes, one query more to know that
+    (`portal/metering/kept.py`): one query when kept. The rows are read-only."""
     query.check()
     rows: UsageQuerySet[Any]
     months: UsageQuerySet[Any] | None = None
-    if _uses_daily(viewer, query):
+    rollups = _uses_daily(viewer, query)
+    if rollups:
         # Without offerings, the rollups by GPU model: some six times fewer rows.
         daily, monthly = (
             (UsageDaily, UsageMonthly)
@@ -233,20 +234,26 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
         and sees_everything(viewer)
     )
     readings = [rows] if months is None else [rows, months]
-    if not by_id:
+    # Every tenant's, or one tenant's from the rollups (for someone who sees all of its rows):
+    # the same for everyone who may read it, kept until the usage changes.
+    whole_tenant = rollups and query.tenant is not None
+    if not (by_id or whole_tenant):
         return _grouped(readings, columns, by_id=False)
-    # The same for everyone who sees every tenant: kept until the usage changes.
     key = (
+        None if query.tenant is None else query.tenant.pk,
         tuple(query.group_by),
         query.start,
         query.end,
         usage_inputs([reading.model for reading in readings]),
     )
-    return _readings.read(key, lambda: _grouped(readings, columns, by_id=True))
+    kept = _everyones if by_id else _tenants
+    return kept.read(key, lambda: _grouped(readings, columns, by_id=by_id))
 
 
-# Every tenant's usage readings, kept in this process (portal/metering/kept.py).
-_readings: KeptReadings[UsageRow] = KeptReadings()
+# Usage readings kept in this process (portal/metering/kept.py): every tenant's (some thousands
+# of rows each), and single tenants' (a few rows each, for many tenants' leads).
+_everyones: KeptReadings[UsageRow] = KeptReadings()
+_tenants: KeptReadings[UsageRow] = KeptReadings(size=TENANT_READINGS)
 
 
 def _grouped(

@@ -554,9 +554,10 @@ class Seeder:
             cursor.execute(USAGE_CAPACITY, {**bounds, "gpus": self.shape.gpus})
             cursor.execute(USAGE_WINDOWS, bounds)
             cursor.execute(
-                "INSERT INTO metering_meteringstate"
-                " (cluster_id, begins_at, complete_until, last_error, last_run_at, demo)"
-                " VALUES (%(cluster)s, %(since)s, %(until)s, '', %(until)s, false)",
+                "INSERT INTO metering_meteringstate (cluster_id, begins_at, complete_until,"
+                " last_error, last_run_at, demo, windows_done)"
+                " VALUES (%(cluster)s, %(since)s, %(until)s, '', %(until)s, false,"
+                " (SELECT COUNT(*) FROM metering_usagewindow WHERE cluster_id = %(cluster)s))",
                 bounds,
             )
         day = since.date()

@@ -80,16 +80,25 @@ def test_a_window_counted_moves_the_inputs_even_when_no_newer_row_shows(
     assert usage_totals(finance_user, query)[0].reserved == Fraction(2, 7)
 
 
-def test_one_tenants_reading_is_read_each_time(tenant_a: Tenant, lead: User) -> None:
+def test_one_tenants_reading_is_kept_for_those_who_see_all_of_it(
+    tenant_a: Tenant, lead: User, finance_user: User, developer: User
+) -> None:
     cluster = cluster_create(actor=None, name="west")
     hour_of_usage(cluster, tenant_a, datetime(2026, 2, 10, 3, tzinfo=UTC), Fraction(1, 7))
     query = UsageQuery(date(2026, 2, 1), date(2026, 2, 28), ["model"], tenant=tenant_a)
 
+    [row] = usage_totals(lead, query)
+    with CaptureQueriesContext(connection) as read:
+        [again] = usage_totals(finance_user, query)  # the same rows: all of the tenant's
+    assert grouped_reads(read) == []
+    assert again == row
+    assert row.reserved == Fraction(1, 7)
+
+    # A developer sees their own usage of the tenant (none here): read each time.
     for _ in range(2):
         with CaptureQueriesContext(connection) as read:
-            [row] = usage_totals(lead, query)
-        assert grouped_reads(read)  # read again
-        assert row.reserved == Fraction(1, 7)
+            assert usage_totals(developer, query) == []
+        assert grouped_reads(read)
 
 
 def test_kept_readings_expire_and_the_oldest_go_first() -> None:
