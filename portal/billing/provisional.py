@@ -12,9 +12,10 @@ The inputs are read in one query:
 
 - the newest row of the per-workload daily rollup, which pricing reads: collecting a window
   rewrites its day's rows (delete, then insert), so any new or collected-again usage moves it;
-- how many usage windows are done: a window is marked started (committed) before it is
-  collected and done in the transaction that writes its usage, so a window that commits after
-  another cluster's window with newer rows still moves the inputs;
+- the windows each cluster has collected (`MeteringState.windows_done`), counted in the
+  transaction that writes a window's usage, so a window that commits after another cluster's
+  window with newer rows still moves the inputs, and so does a window collected again (and
+  how many clusters are metered);
 - the newest capacity row, which the share of unreserved capacity is priced from;
 - the newest rate card and how many there are (cards are never edited; one deleted moves the
   count);
@@ -34,7 +35,6 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -45,7 +45,8 @@ from portal.billing.pricing import (
     month_priced,
     tenants_with_usage,
 )
-from portal.metering.models import UsageCapacity, UsageWindow, UsageWorkloadDaily, WindowState
+from portal.metering.kept import usage_inputs
+from portal.metering.models import UsageCapacity, UsageWorkloadDaily
 from tenants.models import Tenant
 
 REPRICE_AFTER = timedelta(minutes=15)
@@ -62,20 +63,11 @@ class ProvisionalTotal:
 
 
 def pricing_inputs(basis: str) -> str:
-    """What an open month's totals are priced from, as a short text (module docstring)."""
-    tables = [
-        connection.ops.quote_name(model._meta.db_table)
-        for model in (UsageWorkloadDaily, UsageCapacity, RateCard, UsageWindow)
-    ]
-    # Table names of our models; the one value is a parameter. One round trip for the lookups.
-    newest = ", ".join(f"(SELECT MAX(id) FROM {table})" for table in tables[:3])  # noqa: S608
-    cards = f"(SELECT COUNT(*) FROM {tables[2]})"  # noqa: S608
-    done = f"(SELECT COUNT(*) FROM {tables[3]} WHERE state = %s)"  # noqa: S608
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {newest}, {cards}, {done}", [WindowState.DONE])
-        row = cursor.fetchone()
+    """What an open month's totals are priced from, as a short text (module docstring). One
+    query (`usage_inputs`, which kept usage readings are keyed by too)."""
+    inputs = usage_inputs([UsageWorkloadDaily, UsageCapacity], counted=[RateCard])
     unreserved = int(bool(settings.PORTAL_CHARGE_UNRESERVED))
-    return ":".join(str(value) for value in (basis, unreserved, *row))
+    return ":".join(str(value) for value in (basis, unreserved, *inputs))
 
 
 def _current(month: date, basis: str, inputs: str, now: datetime) -> QuerySet[OpenMonthTotal]:
