@@ -4,8 +4,9 @@ Finance's and admins' readings (`usage/` without a tenant, *All usage*) group ev
 rollup rows: a year of 1,000 tenants by GPU model is some 25,000 rows grouped into 2,000 (about
 50 ms, 16 of them PostgreSQL's), of which a page shows 50. Reading the next page, or the same
 page again, grouped the same rows again. Usage changes only when a window is collected, so each
-process keeps its latest readings (`KEEP_READINGS`) keyed by the question and by what it was
-read from (`usage_inputs`, one query):
+process keeps its latest readings (`KEEP_ROWS` rows of them in all, the least recently used
+going first; a larger reading is not kept), keyed by the question and by what it was read from
+(`usage_inputs`, one query):
 
 - the newest id of each table the reading grouped: collecting a window rewrites its day's
   rollup rows and its month's (delete, then insert: ids never used before);
@@ -21,8 +22,9 @@ A reading is kept at most `KEEP_SECONDS`: a change these do not see (usage delet
 written after it, a tenant or user renamed) shows by then. Callers share the kept rows: they
 read them and never change them. Only readings that are the same for every caller are kept:
 every tenant's usage, for those who see all of it, and one tenant's from the rollups, for those
-who see all of that tenant's (its lead, finance, admins; `TENANT_READINGS` of those, each a few
-rows). One user's own usage, or a developer's view of a tenant, is read each time.
+who see all of that tenant's (its lead, finance, admins; kept apart, so that many tenants'
+small readings do not push out every tenant's). One user's own usage, or a developer's view of
+a tenant, is read each time.
 """
 
 import threading
@@ -34,21 +36,26 @@ from django.db import connection, models
 
 from portal.metering.models import MeteringState
 
-KEEP_READINGS = 16
-TENANT_READINGS = 256
+# How many rows of readings each process keeps (some 1.3 kB each: about 26 MB), and for how
+# long at most.
+KEEP_ROWS = 20_000
 KEEP_SECONDS = 15 * 60
 
 
 class KeptReadings[T]:
-    """The latest `size` readings, each kept `seconds` at most; safe across threads."""
+    """Readings of up to `rows` rows in all, the least recently used going first, each kept
+    `seconds` at most; a reading of more rows than that is not kept. Safe across threads."""
 
     def __init__(
         self,
-        size: int = KEEP_READINGS,
+        rows: int = KEEP_ROWS,
         seconds: float = KEEP_SECONDS,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._readings: TTLCache[Hashable, tuple[T, ...]] = TTLCache(size, seconds, timer)
+        self._rows = rows
+        self._readings: TTLCache[Hashable, tuple[T, ...]] = TTLCache(
+            rows, seconds, timer, getsizeof=_rows_of
+        )
         self._lock = threading.Lock()
 
     def read(self, key: Hashable, reading: Callable[[], list[T]]) -> list[T]:
@@ -59,13 +66,18 @@ class KeptReadings[T]:
         if kept is not None:
             return list(kept)
         rows = reading()
-        with self._lock:
-            self._readings[key] = tuple(rows)
+        if _rows_of(rows) <= self._rows:
+            with self._lock:
+                self._readings[key] = tuple(rows)
         return rows
 
     def clear(self) -> None:
         with self._lock:
             self._readings.clear()
+
+
+def _rows_of(reading: Sequence[object]) -> int:
+    return max(len(reading), 1)  # an empty reading takes a place too
 
 
 def usage_inputs(

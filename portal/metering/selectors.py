@@ -27,7 +27,7 @@ from portal.catalog.cache import catalog_rows
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import GpuModel, Offering
 from portal.core.errors import NotFound
-from portal.metering.kept import TENANT_READINGS, KeptReadings, usage_inputs
+from portal.metering.kept import KeptReadings, usage_inputs
 from portal.metering.models import (
     Measures,
     MeasuresSum,
@@ -251,9 +251,9 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
 
 
 # Usage readings kept in this process (portal/metering/kept.py): every tenant's (some thousands
-# of rows each), and single tenants' (a few rows each, for many tenants' leads).
+# of rows each), and single tenants' apart (a few rows each, for many tenants' leads).
 _everyones: KeptReadings[UsageRow] = KeptReadings()
-_tenants: KeptReadings[UsageRow] = KeptReadings(size=TENANT_READINGS)
+_tenants: KeptReadings[UsageRow] = KeptReadings()
 
 
 def _grouped(

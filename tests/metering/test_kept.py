@@ -101,24 +101,29 @@ def test_one_tenants_reading_is_kept_for_those_who_see_all_of_it(
         assert grouped_reads(read)
 
 
-def test_kept_readings_expire_and_the_oldest_go_first() -> None:
+def test_kept_readings_expire_the_least_recently_used_go_first_and_large_ones_are_not_kept() -> (
+    None
+):
     now = [0.0]
-    readings: KeptReadings[int] = KeptReadings(size=2, seconds=60, timer=lambda: now[0])
+    readings: KeptReadings[int] = KeptReadings(rows=3, seconds=60, timer=lambda: now[0])
     reads: list[str] = []
 
-    def reading(key: str) -> list[int]:
+    def reading(key: str, rows: int = 1) -> list[int]:
         reads.append(key)
-        return [len(reads)]
+        return [len(reads)] * rows
 
     assert readings.read("a", lambda: reading("a")) == [1]
     assert readings.read("a", lambda: reading("a")) == [1]
     now[0] = 61.0  # past its time: read again
     assert readings.read("a", lambda: reading("a")) == [2]
-    readings.read("b", lambda: reading("b"))
-    readings.read("c", lambda: reading("c"))  # two at most: "a" goes
+    readings.read("b", lambda: reading("b", rows=2))
+    readings.read("c", lambda: reading("c"))  # three rows at most: "a" goes
     assert readings.read("c", lambda: reading("c")) == [4]
-    assert readings.read("a", lambda: reading("a")) == [5]
-    assert reads == ["a", "a", "b", "c", "a"]
+    assert readings.read("a", lambda: reading("a")) == [5]  # and "b" (two rows) goes
+    assert readings.read("big", lambda: reading("big", rows=4)) == [6] * 4  # not kept
+    assert readings.read("big", lambda: reading("big", rows=4)) == [7] * 4
+    assert readings.read("c", lambda: reading("c")) == [4]  # nothing pushed out by it
+    assert reads == ["a", "a", "b", "c", "a", "big", "big"]
     # Each caller gets its own list of the kept rows.
     mine = readings.read("a", lambda: reading("a"))
     mine.append(99)
