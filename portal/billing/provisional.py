@@ -8,7 +8,8 @@ was priced from, and a reading prices again only the tenants whose stored total 
 was priced from other inputs, or is older than `REPRICE_AFTER`. The month's list then reads
 the stored totals a page at a time (`open_month_totals`), as a closed month's statements are.
 
-The inputs are read in one query:
+The inputs are read in one query (`usage_inputs`), and the catalog's version from the shared
+cache:
 
 - the newest row of the per-workload daily rollup, which pricing reads: collecting a window
   rewrites its day's rows (delete, then insert), so any new or collected-again usage moves it;
@@ -19,11 +20,13 @@ The inputs are read in one query:
 - the newest capacity row, which the share of unreserved capacity is priced from;
 - the newest rate card and how many there are (cards are never edited; one deleted moves the
   count);
+- the newest metered cluster, and the catalog's version (an offering moved to another sharing
+  backend moves it);
 - the charge basis and whether unreserved capacity is charged (settings).
 
-A change these do not see (an offering moved to another sharing backend, usage deleted with no
-usage written after it) is priced at the latest `REPRICE_AFTER` later. One statement's page
-and the month's close price from the usage records as before: never from these totals.
+A change these do not see (usage deleted with no usage written after it; the catalog changed
+where there is no shared cache) is priced at the latest `REPRICE_AFTER` later. One statement's
+page and the month's close price from the usage records as before: never from these totals.
 
 `services.open_months_price` (the periodic task `price_open_months`, every
 PORTAL_METERING_SECONDS) prices the current month and the one before it, while open, as soon as

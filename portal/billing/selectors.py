@@ -384,8 +384,11 @@ def statement_lines(
         # Lines are at positions 1 to line_count: a page is a range of the index, not an OFFSET.
         rows = StatementLine.objects.filter(statement=statement.stored, position__gt=start)
         rows = rows.order_by("position")
-        # A page is read at once; all of them from a server-side cursor, a chunk at a time.
-        read = rows.iterator(chunk_size=2000) if stop is None else rows.filter(position__lte=stop)
+        # A page is read at once (the lines after `start`, as many as it holds: with a LIMIT,
+        # not `position <= stop`, which PostgreSQL estimated as a tenth of a 100,000-line
+        # statement and read with parallel workers, 11 ms where the index gives 50 rows in
+        # 0.05); all of them from a server-side cursor, a chunk at a time.
+        read = rows.iterator(chunk_size=2000) if stop is None else rows[: max(stop - start, 0)]
         for row in read:
             yield LineView(
                 row.gpu_model, row.offering, row.user, row.workload, row.quantity, row.unit,

@@ -271,7 +271,7 @@ def _open_rows(
     `tenants` is every tenant) are kept until the usage or the rate cards change: one query
     then, where pricing a month of a thousand tenants reads some 7,000 rollup rows."""
     if everyone and months:
-        inputs = usage_inputs([UsageDaily, UsageMonthly], counted=[RateCard])
+        inputs = usage_inputs([UsageDaily, UsageMonthly], counted=[RateCard], stamped=[Tenant])
         key = (tuple(months), settings.PORTAL_CHARGE_BASIS, inputs)
         rows = _everyones_open_rows.read(key, lambda: _priced_rows(months, tenants))
     else:

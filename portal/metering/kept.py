@@ -13,13 +13,18 @@ going first; a larger reading is not kept), keyed by the question and by what it
 - the windows each cluster has collected (`MeteringState.windows_done`), counted in the
   transaction that writes a window's usage: a window that commits after another cluster's
   window with newer ids still moves them;
-- how many clusters are metered.
+- how many clusters are metered, and the newest of them;
+- the catalog's version in the shared cache (readings name GPU models and offerings, and
+  spend is priced by an offering's sharing backend), where there is one;
+- for readings that carry tenants' names and cost centres (spend), the latest time a tenant
+  was changed.
 
 The chargeback page's spend chart keeps its open months priced from the rollups the same way
 (`portal/billing/spend.py`), keyed by the rate cards too.
 
 A reading is kept at most `KEEP_SECONDS`: a change these do not see (usage deleted with nothing
-written after it, a tenant or user renamed) shows by then. Callers share the kept rows: they
+written after it, a user renamed, the catalog changed where there is no shared cache) shows by
+then. Callers share the kept rows: they
 read them and never change them. Only readings that are the same for every caller are kept:
 every tenant's usage, for those who see all of it, and one tenant's from the rollups, for those
 who see all of that tenant's (its lead, finance, admins; kept apart, so that many tenants'
@@ -34,11 +39,12 @@ from collections.abc import Callable, Hashable, Sequence
 from cachetools import TTLCache
 from django.db import connection, models
 
+from portal.catalog.cache import catalog_rows
 from portal.metering.models import MeteringState
 
-# How many rows of readings each process keeps (some 1.3 kB each: about 26 MB), and for how
-# long at most.
-KEEP_ROWS = 20_000
+# How many rows each kept kind of readings holds in a process (usage rows some 1.3 kB each:
+# about 13 MB; three kinds), and for how long at most.
+KEEP_ROWS = 10_000
 KEEP_SECONDS = 15 * 60
 
 
@@ -81,12 +87,17 @@ def _rows_of(reading: Sequence[object]) -> int:
 
 
 def usage_inputs(
-    tables: Sequence[type[models.Model]], counted: Sequence[type[models.Model]] = ()
-) -> tuple[int | None, ...]:
+    tables: Sequence[type[models.Model]],
+    *,
+    counted: Sequence[type[models.Model]] = (),
+    stamped: Sequence[type[models.Model]] = (),
+) -> tuple[object, ...]:
     """What a reading of `tables` (usage rollups or records) was read from: the newest id of
-    each, the windows collected and the clusters metered (module docstring); and the newest
-    id and the number of rows of each of `counted`, small tables whose rows are written and
-    deleted but never changed (rate cards). One query."""
+    each, the windows collected, the clusters metered and the newest of them, and the
+    catalog's version (module docstring); the newest id and the number of rows of each of
+    `counted`, small tables whose rows are written and deleted but never changed (rate cards);
+    and the latest `updated_at` of each of `stamped` (tenants, whose names and cost centres
+    readings carry). One query, and the catalog's version from the shared cache."""
     # Table names of our models; no value from outside.
     quote = connection.ops.quote_name
     newest = [
@@ -94,13 +105,15 @@ def usage_inputs(
         for table in [*tables, *counted]
     ]
     counts = [f"(SELECT COUNT(*) FROM {quote(table._meta.db_table)})" for table in counted]  # noqa: S608
+    stamps = [f"(SELECT MAX(updated_at) FROM {quote(table._meta.db_table)})" for table in stamped]  # noqa: S608
     states = quote(MeteringState._meta.db_table)
     sql = (
-        f"SELECT {', '.join([*newest, *counts])}, "  # noqa: S608
+        f"SELECT {', '.join([*newest, *counts, *stamps])}, "  # noqa: S608
         f"(SELECT COALESCE(SUM(windows_done), 0) FROM {states}), "
-        f"(SELECT COUNT(*) FROM {states})"
+        f"(SELECT COUNT(*) FROM {states}), (SELECT MAX(id) FROM {states})"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql)
-        row = cursor.fetchone()
-    return tuple(None if value is None else int(value) for value in row)
+        row = tuple(cursor.fetchone())
+    catalog = catalog_rows()
+    return (*row, None if catalog is None else catalog.version)

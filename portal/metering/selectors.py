@@ -244,7 +244,7 @@ def usage_totals(viewer: User, query: UsageQuery) -> list[UsageRow]:
         tuple(query.group_by),
         query.start,
         query.end,
-        usage_inputs([reading.model for reading in readings]),
+        usage_inputs([reading.model for reading in readings], stamped=[Tenant]),
     )
     kept = _everyones if by_id else _tenants
     return kept.read(key, lambda: _grouped(readings, columns, by_id=by_id))

@@ -38,7 +38,7 @@ from portal.billing.spend import (
 )
 from portal.catalog.models import GpuModel, SharingBackend
 from tenants.models import MemberRole, Tenant
-from tenants.services import membership_set, quota_set
+from tenants.services import membership_set, quota_set, tenant_update
 from tests.billing.test_pages import PERIOD, Ledger, ledger, month  # noqa: F401  (fixtures)
 from tests.billing.test_pricing import BEGIN, DAY, MONTH
 
@@ -201,6 +201,11 @@ def test_every_tenants_open_months_are_kept_until_the_usage_or_the_rate_cards_ch
     ledger.collect()
     assert priced(finance_user) == (Decimal("15.00"), True)
     assert priced(finance_user) == (Decimal("15.00"), False)
+    # The rows carry the tenant's cost centre: a tenant changed reads them again.
+    tenant_update(actor=finance_user, tenant=tenant, cost_centre="CC-9900")
+    assert priced(finance_user) == (Decimal("15.00"), True)
+    [row] = spend_for(finance_user, MONTH, MONTH, cost_centre="CC-9900").rows
+    assert row.tenant.slug == "vision"
 
 
 def test_a_tenant_whose_rates_mix_currencies_is_not_charted_but_named(
