@@ -259,8 +259,8 @@ def _statements(
     return stored if cost_centre is None else stored.filter(cost_centre=cost_centre)
 
 
-# Every tenant's open months priced from the rollups, kept in this process until the usage or
-# the rate cards change (portal/metering/kept.py).
+# Every tenant's open months priced from the rollups, kept in this process until the usage, the
+# rate cards, a tenant or the catalog change (portal/metering/kept.py).
 _everyones_open_rows: KeptReadings[SpendRow] = KeptReadings()
 
 
@@ -268,8 +268,9 @@ def _open_rows(
     months: list[date], tenants: QuerySet[Tenant], cost_centre: str | None, *, everyone: bool
 ) -> list[SpendRow]:
     """The open months' rows, priced from the usage rollups. Every tenant's (`everyone`:
-    `tenants` is every tenant) are kept until the usage or the rate cards change: one query
-    then, where pricing a month of a thousand tenants reads some 7,000 rollup rows."""
+    `tenants` is every tenant) are kept until the usage, the rate cards, a tenant (its name and
+    cost centre are on the rows) or the catalog change: one query then, where pricing a month
+    of a thousand tenants reads some 7,000 rollup rows."""
     if everyone and months:
         inputs = usage_inputs([UsageDaily, UsageMonthly], counted=[RateCard], stamped=[Tenant])
         key = (tuple(months), settings.PORTAL_CHARGE_BASIS, inputs)
