@@ -77,10 +77,6 @@ class KeptReadings[T]:
                 self._readings[key] = tuple(rows)
         return rows
 
-    def clear(self) -> None:
-        with self._lock:
-            self._readings.clear()
-
 
 def _rows_of(reading: Sequence[object]) -> int:
     return max(len(reading), 1)  # an empty reading takes a place too
