@@ -1,7 +1,8 @@
 """Spend per tenant per month over a range of months: the chart on the chargeback page and
 `GET /api/v1/spend/`.
 
-A closed month's numbers are its stored statements' totals (one query for every closed month).
+A closed month's numbers are its stored statements' totals (one query for every closed month;
+the chart's sums of every tenant's are kept in the process while the months stay closed).
 An open month is priced from the rollups by offering instead of pricing each tenant's hourly
 records: from the monthly rollup (`UsageMonthly`) when no rate card takes effect within the
 month, else from the daily one (`UsageDaily`); one grouped query each for every open month of
@@ -16,6 +17,7 @@ month").
 """
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal, localcontext
@@ -24,7 +26,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Case, F, Q, QuerySet, Sum, Value, When
+from django.db.models import Case, F, Max, Q, QuerySet, Sum, Value, When
 from django.utils.translation import gettext
 
 from portal.accounts.models import User
@@ -458,6 +460,33 @@ def spend_charts(spend: Spend, *, top: int = TOP_TENANTS) -> list[SpendChart]:
 # The rows of the others' column of a chart summed in the database.
 OTHERS = TenantName(0, OTHER, "")
 
+# Every tenant's closed months summed from their stored statements (the chart's two grouped
+# reads of twelve thousand statements), kept in this process while the same months stay closed
+# and no tenant changes: a month's statements are written once, when it closes; reopening it
+# deletes them, and closing it again stamps a new `closed_at`; the tenants' names are read with
+# the sums. At most `KEEP_SECONDS` (portal/metering/kept.py), like the open months' rows.
+_everyones_closed_sums: KeptReadings[tuple[Any, ...]] = KeptReadings()
+
+
+def _closed_key(closed: dict[date, Period], cost_centre: str | None) -> tuple[object, ...]:
+    """What every tenant's sums of the `closed` periods' statements were read from (one query:
+    the latest change to a tenant)."""
+    periods = tuple(sorted((period.pk, period.closed_at) for period in closed.values()))
+    changed = Tenant.objects.aggregate(latest=Max("updated_at"))["latest"]
+    return (periods, cost_centre, changed)
+
+
+def _kept_sums(
+    closed_key: tuple[object, ...] | None, question: object, reading: Callable[[], list[Any]]
+) -> list[tuple[Any, ...]]:
+    """`reading()`'s rows, kept under `closed_key` and `question` when there is a key (the
+    reader sees every tenant's statements)."""
+    if closed_key is None:
+        return [tuple(row) for row in reading()]
+    return _everyones_closed_sums.read(
+        (closed_key, question), lambda: [tuple(row) for row in reading()]
+    )
+
 
 def spend_charts_for(
     user: User, first: date, last: date, *, cost_centre: str | None = None, top: int = TOP_TENANTS
@@ -470,15 +499,18 @@ def spend_charts_for(
     months = months_between(first, last)
     closed = _closed(first, last)
     opened = [month for month in months if month not in closed]
-    open_rows = _open_rows(opened, tenants, cost_centre, everyone=sees_everything(user))
+    everyone = sees_everything(user)
+    open_rows = _open_rows(opened, tenants, cost_centre, everyone=everyone)
     spent: dict[str, dict[TenantName, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     for row in open_rows:
         if row.currency:
             spent[row.currency][row.tenant] += row.total
     stored = _statements(user, closed, None, cost_centre).exclude(currency="").order_by()
+    closed_key = _closed_key(closed, cost_centre) if closed and everyone else None
     if closed:
         per_tenant = stored.values_list("currency", "tenant_id", "tenant__slug", "tenant__name")
-        for currency, pk, slug, name, total in per_tenant.annotate(Sum("total")):
+        totals = _kept_sums(closed_key, "tenants", lambda: list(per_tenant.annotate(Sum("total"))))
+        for currency, pk, slug, name, total in totals:
             spent[currency][TenantName(pk, slug, name)] += total
     ranked = {currency: _ranked(by_tenant, top) for currency, by_tenant in spent.items()}
     rows = list(open_rows)
@@ -494,7 +526,12 @@ def spend_charts_for(
             .values_list("period_id", "currency", "key")
             .annotate(Sum("total"))
         )
-        for period_id, currency, key, total in summed:
+        shown_key = tuple(
+            (currency, tuple(tenant.pk for tenant in shown))
+            for currency, (shown, _others) in sorted(ranked.items())
+        )
+        charted = _kept_sums(closed_key, shown_key, lambda: list(summed))
+        for period_id, currency, key, total in charted:
             tenant = tenants_by_pk.get(key, OTHERS)
             month = months_by_period[period_id]
             rows.append(SpendRow(month, tenant, "", currency, total, final=True))

@@ -474,6 +474,41 @@ def test_the_pages_chart_sums_closed_months_in_the_database_as_the_rows_would(
         )
 
 
+def test_every_tenants_closed_months_are_summed_once_until_a_month_or_a_tenant_changes(
+    month: Ledger,  # noqa: F811  (the fixture: usage in the open MONTH)
+    finance_user: User,
+    lead: User,
+    admin_user: User,
+) -> None:
+    vision = Tenant.objects.get(slug="vision")
+    membership_set(actor=None, tenant=vision, user=lead, role=MemberRole.LEAD)
+    period_close(actor=finance_user, month=MONTH)
+    first = shift(MONTH, -11)
+
+    def charted(user: User) -> tuple[dict[str, Decimal], int]:
+        with CaptureQueriesContext(connection) as read:
+            charts, _problems = spend_charts_for(user, first, MONTH)
+        summed = [q for q in read.captured_queries if '"billing_statement"' in q["sql"]]
+        [chart] = charts
+        return {label: chart.cells[MONTH][key] for key, label in chart.series}, len(summed)
+
+    both = {"Computer Vision Lab": Decimal("22.86"), "Language Models Team": Decimal("10.00")}
+    assert charted(finance_user) == (both, 2)  # the tenants' sums, then the charted months'
+    assert charted(finance_user) == (both, 0)  # kept
+    assert charted(lead) == ({"Computer Vision Lab": Decimal("22.86")}, 2)  # some tenants'
+    assert charted(lead) == ({"Computer Vision Lab": Decimal("22.86")}, 2)  # read each time
+    # The rows carry the tenants' names: a tenant changed reads them again.
+    tenant_update(actor=finance_user, tenant=vision, name="Vision")
+    renamed = {"Vision": Decimal("22.86"), "Language Models Team": Decimal("10.00")}
+    assert charted(finance_user) == (renamed, 2)
+    # Reopened, the month is priced from the rollups; closed again, its new statements are read.
+    period_reopen(actor=admin_user, month=MONTH, reason="late usage")
+    assert charted(finance_user)[1] == 0  # no closed month left
+    period_close(actor=finance_user, month=MONTH)
+    assert charted(finance_user) == (renamed, 2)
+    assert charted(finance_user) == (renamed, 0)
+
+
 # Query counts: neither provisional statements nor spend cost queries per tenant
 
 # The finance page of an open month: session, user, cost centres, periods, watermarks, what
