@@ -26,7 +26,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Case, F, Max, Q, QuerySet, Sum, Value, When
+from django.db.models import Case, F, Q, QuerySet, Sum, Value, When
 from django.utils.translation import gettext
 
 from portal.accounts.models import User
@@ -266,16 +266,27 @@ def _statements(
 _everyones_open_rows: KeptReadings[SpendRow] = KeptReadings()
 
 
+def _everyones_inputs() -> tuple[object, ...]:
+    """What every tenant's spend is read from (`usage_inputs`): the rollups, the rate cards
+    and the tenants (their names and cost centres are on the rows). One query."""
+    return usage_inputs([UsageDaily, UsageMonthly], counted=[RateCard], stamped=[Tenant])
+
+
 def _open_rows(
-    months: list[date], tenants: QuerySet[Tenant], cost_centre: str | None, *, everyone: bool
+    months: list[date],
+    tenants: QuerySet[Tenant],
+    cost_centre: str | None,
+    *,
+    everyone: bool,
+    inputs: tuple[object, ...] | None = None,
 ) -> list[SpendRow]:
     """The open months' rows, priced from the usage rollups. Every tenant's (`everyone`:
     `tenants` is every tenant) are kept until the usage, the rate cards, a tenant (its name and
-    cost centre are on the rows) or the catalog change: one query then, where pricing a month
-    of a thousand tenants reads some 7,000 rollup rows."""
+    cost centre are on the rows) or the catalog change: one query then (`inputs`, when the
+    caller read them), where pricing a month of a thousand tenants reads some 7,000 rollup
+    rows."""
     if everyone and months:
-        inputs = usage_inputs([UsageDaily, UsageMonthly], counted=[RateCard], stamped=[Tenant])
-        key = (tuple(months), settings.PORTAL_CHARGE_BASIS, inputs)
+        key = (tuple(months), settings.PORTAL_CHARGE_BASIS, inputs or _everyones_inputs())
         rows = _everyones_open_rows.read(key, lambda: _priced_rows(months, tenants))
     else:
         rows = _priced_rows(months, tenants)
@@ -462,18 +473,11 @@ OTHERS = TenantName(0, OTHER, "")
 
 # Every tenant's closed months summed from their stored statements (the chart's two grouped
 # reads of twelve thousand statements), kept in this process while the same months stay closed
-# and no tenant changes: a month's statements are written once, when it closes; reopening it
-# deletes them, and closing it again stamps a new `closed_at`; the tenants' names are read with
-# the sums. At most `KEEP_SECONDS` (portal/metering/kept.py), like the open months' rows.
+# and what the open months are read from does not change (`_everyones_inputs`, the tenants'
+# latest change among them: their names are read with the sums). A month's statements are
+# written once, when it closes; reopening it deletes them, and closing it again stamps a new
+# `closed_at`. At most `KEEP_SECONDS` (portal/metering/kept.py), like the open months' rows.
 _everyones_closed_sums: KeptReadings[tuple[Any, ...]] = KeptReadings()
-
-
-def _closed_key(closed: dict[date, Period], cost_centre: str | None) -> tuple[object, ...]:
-    """What every tenant's sums of the `closed` periods' statements were read from (one query:
-    the latest change to a tenant)."""
-    periods = tuple(sorted((period.pk, period.closed_at) for period in closed.values()))
-    changed = Tenant.objects.aggregate(latest=Max("updated_at"))["latest"]
-    return (periods, cost_centre, changed)
 
 
 def _kept_sums(
@@ -500,13 +504,17 @@ def spend_charts_for(
     closed = _closed(first, last)
     opened = [month for month in months if month not in closed]
     everyone = sees_everything(user)
-    open_rows = _open_rows(opened, tenants, cost_centre, everyone=everyone)
+    inputs = _everyones_inputs() if everyone else None
+    open_rows = _open_rows(opened, tenants, cost_centre, everyone=everyone, inputs=inputs)
     spent: dict[str, dict[TenantName, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     for row in open_rows:
         if row.currency:
             spent[row.currency][row.tenant] += row.total
     stored = _statements(user, closed, None, cost_centre).exclude(currency="").order_by()
-    closed_key = _closed_key(closed, cost_centre) if closed and everyone else None
+    closed_key = None
+    if closed and inputs is not None:
+        periods = tuple(sorted((period.pk, period.closed_at) for period in closed.values()))
+        closed_key = (periods, cost_centre, inputs)
     if closed:
         per_tenant = stored.values_list("currency", "tenant_id", "tenant__slug", "tenant__name")
         totals = _kept_sums(closed_key, "tenants", lambda: list(per_tenant.annotate(Sum("total"))))
