@@ -184,7 +184,15 @@ CACHES: dict[str, dict[str, Any]] = {
         }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
-    )
+    ),
+    # HTML that a page would otherwise render again on every request, kept in each process
+    # under a key holding all it depends on (templates' `{% cache ... using="fragments" %}`,
+    # e.g. the header's navigation): nothing to invalidate, and at most MAX_ENTRIES kept.
+    "fragments": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "fragments",
+        "OPTIONS": {"MAX_ENTRIES": 5000},
+    },
 }
 # Without a broker there is no beat either: this runs the schedule below in a thread of the web
 # process instead (`make demo` turns it on; portal/core/scheduler.py).

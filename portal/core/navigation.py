@@ -143,11 +143,33 @@ class Navigation:
         return PERSONA_LABELS.get(self.persona, self.persona)
 
     @cached_property
+    def entries(self) -> list[NavEntry]:
+        return navigation_for(self.persona)
+
+    @cached_property
+    def counts(self) -> dict[str, int]:
+        """Each counted entry's count (one bounded query each), by URL name."""
+        return {
+            entry.url_name: entry.count(self.user)
+            for entry in self.entries
+            if entry.count is not None
+        }
+
+    @cached_property
+    def key(self) -> str:
+        """All that the rendered links depend on besides the language: the persona (its
+        entries), the path (the current link) and the counts. The header keeps their HTML by
+        it (`base.html`'s `{% cache %}`), so a page builds its navigation once per process, not
+        on every request."""
+        counted = ",".join(str(count) for count in self.counts.values())
+        return f"{self.persona}|{counted}|{self.path}"
+
+    @cached_property
     def groups(self) -> list[NavGroup]:
         grouped: dict[str, list[NavLink]] = {}
-        for entry in navigation_for(self.persona):
+        for entry in self.entries:
             url = reverse(entry.url_name)
-            count = entry.count(self.user) if entry.count is not None else 0
+            count = self.counts.get(entry.url_name, 0)
             grouped.setdefault(entry.group, []).append(
                 NavLink(entry.label, url, self.path == url, count)
             )

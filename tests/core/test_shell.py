@@ -49,6 +49,33 @@ def test_the_approvals_entry_shows_what_the_lead_may_decide(
     assert re.search(r'href="/approvals/"[^>]*>Approvals <span class="count"[^>]*>3<', html), html
 
 
+def test_the_kept_navigation_follows_the_count_the_page_and_the_language(
+    client_for, developer, lead, a100_tenant, catalog
+) -> None:
+    client = client_for(lead)
+    team, approvals = reverse("tenants:team"), reverse("allocations:approvals")
+
+    def approvals_link(path: str) -> str:
+        html = client.get(path).content.decode()
+        wide = html[html.index('data-testid="nav-wide"') :]
+        link = re.search(r'<a href="/approvals/"[^>]*>.*?</a>', wide)
+        assert link, wide
+        return re.sub(r"<span class=\"visually-hidden\">[^<]*</span>", "", link.group(0))
+
+    _submit_beyond_policy(developer, a100_tenant, catalog, 1)
+    counted = (
+        '<a href="/approvals/">Approvals <span class="count" data-testid="nav-count">{}</span></a>'
+    )
+    assert approvals_link(team) == counted.format(1)
+    assert approvals_link(team) == counted.format(1)  # the same page again: kept
+    _submit_beyond_policy(developer, a100_tenant, catalog, 1)
+    assert approvals_link(team) == counted.format(2)  # a new count: built again
+    assert 'aria-current="page"' in approvals_link(approvals)
+    assert 'aria-current="page"' not in approvals_link(team)
+    client.cookies["django_language"] = "zh-hans"
+    assert ">审批 <span" in approvals_link(team)
+
+
 def test_the_outsider_and_the_developer_get_no_count(
     client_for, developer, outsider, a100_tenant, catalog
 ) -> None:
