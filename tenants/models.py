@@ -9,6 +9,7 @@ from django.utils.translation import pgettext_lazy
 from portal.accounts.models import MemberRole as MemberRole  # noqa: PLC0414
 from portal.catalog.cache import CatalogPrefetching
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.core.choices import ChoiceLabel
 from portal.core.validators import slug_validator
 from portal.core.visibility import VisibleQuerySet
 
@@ -27,6 +28,7 @@ class Tenant(models.Model):
     name = models.CharField(max_length=200)
     cost_centre = models.CharField(max_length=64, blank=True)
     state = models.CharField(max_length=16, choices=TenantState.choices, default=TenantState.ACTIVE)
+    state_label = ChoiceLabel("state")  # get_state_display(), for lists
     # Approval policy: requests up to both limits are approved at once; above, a lead decides.
     auto_approve_gpu_eq_num, auto_approve_gpu_eq_den = gpu_eq_columns(
         "auto_approve_gpu_eq", default=Fraction(1)

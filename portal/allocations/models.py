@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy as _
 from portal.accounts.models import User
 from portal.catalog.cache import CatalogPrefetching
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.core.choices import ChoiceLabel
 from portal.core.visibility import VisibleQuerySet, register_scope
 from tenants.access import in_tenants_of_user, own_or_led, sees_everything
 from tenants.models import MemberRole
@@ -67,6 +68,7 @@ class GpuRequest(models.Model):
     state = models.CharField(
         max_length=16, choices=RequestState.choices, default=RequestState.PENDING
     )
+    state_label = ChoiceLabel("state")  # get_state_display(), for lists
     purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.NOTEBOOK)
     justification = models.TextField(blank=True)
     duration_hours = models.PositiveIntegerField(default=8)

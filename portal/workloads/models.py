@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy, pgettext_lazy
 
 from portal.accounts.models import User
 from portal.catalog.cache import CatalogPrefetching
+from portal.core.choices import ChoiceLabel
 from portal.core.validators import slug_validator
 from portal.core.visibility import VisibleQuerySet, register_scope
 from tenants.access import in_tenants_of_user, own_or_led
@@ -70,6 +71,7 @@ class Notebook(models.Model):
     state = models.CharField(
         max_length=16, choices=NotebookState.choices, default=NotebookState.PENDING
     )
+    state_label = ChoiceLabel("state")  # get_state_display(), for lists
     reason = models.TextField(blank=True, help_text=gettext_lazy("Why it waits, or why it failed"))
     keep_workspace = models.BooleanField(
         default=True, help_text=gettext_lazy("Kept when the notebook is deleted")
