@@ -148,10 +148,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.fla
     "DATABASE_PREPARED_STATEMENTS", default=True
 ):
     # Values sent apart from the SQL (server-side binding), so that psycopg prepares a query
-    # run a fifth time on a connection and PostgreSQL plans it once, not on every call: a
-    # list's queries took about as long to plan as to run. A pooler in front of PostgreSQL
-    # must keep prepared statements (PgBouncer 1.21+: `max_prepared_statements`), else turn
-    # this off.
+    # on its sixth run on a connection and PostgreSQL parses it once and, where its generic
+    # plan costs no more than planning each call (its choice, after five calls), plans it
+    # once: a list's queries took about as long to plan as to run. A pooler in front of
+    # PostgreSQL must keep prepared statements (PgBouncer 1.21+: `max_prepared_statements`),
+    # else turn this off.
     DATABASES["default"]["OPTIONS"] = {
         "server_side_binding": True,
         "prepare_threshold": 5,
@@ -204,7 +205,7 @@ CACHES: dict[str, dict[str, Any]] = {
     "fragments": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "fragments",
-        "OPTIONS": {"MAX_ENTRIES": 5000},
+        "OPTIONS": {"MAX_ENTRIES": 1000},  # a header is some 3 kB: 3 MB at most
     },
 }
 # Without a broker there is no beat either: this runs the schedule below in a thread of the web

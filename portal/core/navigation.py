@@ -156,19 +156,26 @@ class Navigation:
         }
 
     @cached_property
+    def urls(self) -> dict[str, str]:
+        """Each entry's URL, by URL name."""
+        return {entry.url_name: reverse(entry.url_name) for entry in self.entries}
+
+    @cached_property
     def key(self) -> str:
         """All that the rendered links depend on besides the language: the persona (its
-        entries), the path (the current link) and the counts. The header keeps their HTML by
-        it (`base.html`'s `{% cache %}`), so a page builds its navigation once per process, not
-        on every request."""
+        entries), the current link (the entry whose URL is the path, if any) and the counts.
+        The header keeps their HTML by it (`base.html`'s `{% cache %}`), so a page builds its
+        navigation once per process, not on every request; every page that is no entry's
+        (an object's page, a 404) shares one."""
+        current = next((name for name, url in self.urls.items() if url == self.path), "")
         counted = ",".join(str(count) for count in self.counts.values())
-        return f"{self.persona}|{counted}|{self.path}"
+        return f"{self.persona}|{counted}|{current}"
 
     @cached_property
     def groups(self) -> list[NavGroup]:
         grouped: dict[str, list[NavLink]] = {}
         for entry in self.entries:
-            url = reverse(entry.url_name)
+            url = self.urls[entry.url_name]
             count = self.counts.get(entry.url_name, 0)
             grouped.setdefault(entry.group, []).append(
                 NavLink(entry.label, url, self.path == url, count)
