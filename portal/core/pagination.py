@@ -4,7 +4,9 @@ Two costs grow with a table, and neither is paid here:
 - Counting every row a list may show (`COUNT(*)` over a million requests or audit events on
   every page). `BoundedPaginator` counts at most `COUNT_LIMIT` rows (a `COUNT` over a `LIMIT`,
   an index range at most that long); past it the count says "at least" (`count_exact` false in
-  the API, "10,000+" on pages), and page numbers stop at the bound.
+  the API, "10,000+" on pages), and page numbers stop at the bound. A list of every row of a
+  table (an admin's, unfiltered) that PostgreSQL estimates at over `ESTIMATED_BEYOND` rows is
+  not counted at all: it is "10,000+" from the estimate.
 - Skipping rows with OFFSET to reach a deep page. The API's `next` link is a keyset cursor
   (`?cursor=`): the values of the list's order columns in its last row, so the next page starts
   where the previous ended with an index range, at any depth. Page numbers stay for the first
@@ -43,6 +45,11 @@ from portal.core.visibility import branches_of
 # page holding the 10,000th row; the API's cursors go on.
 COUNT_LIMIT = 10_000
 CURSOR_PARAM = "cursor"
+# A list of every row of a table (an admin's requests or audit events) is not counted when
+# PostgreSQL estimates the table at more than this: it says "10,000+" from the estimate. Ten
+# times the bound, so that an estimate behind the table matters only once nine tenths of its
+# rows are gone since it was last analysed (until autovacuum analyses it again).
+ESTIMATED_BEYOND = 10 * COUNT_LIMIT
 
 # A list's order as (field, descending) pairs.
 type Order = list[tuple[models.Field[Any, Any], bool]]
@@ -62,6 +69,8 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
         # Unordered: how many of the first COUNT_LIMIT + 1 rows there are does not depend on
         # the order, and a visibility filter's OR would have its matches sorted to be counted.
         postgres = connections[objects.db].vendor == "postgresql"
+        if postgres and _whole_table(objects):
+            return _estimated_or_counted(objects)
         branches = branches_of(objects) if postgres else None
         if branches is None:
             counted: int = objects.order_by()[: COUNT_LIMIT + 1].count()
@@ -117,6 +126,40 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
     def count_exact(self) -> bool:
         """False when there are more rows than `count` says."""
         return self.count == self._counted
+
+
+def _whole_table(objects: QuerySet[Any]) -> bool:
+    """Whether `objects` is every row of its table (no filter, no DISTINCT, no grouping): an
+    admin's list of every request or audit event."""
+    query = objects.query
+    return (
+        not query.where
+        and not query.distinct
+        and query.combinator is None
+        and query.group_by is None
+        and not query.is_sliced
+    )
+
+
+def _estimated_or_counted(objects: QuerySet[Any]) -> int:
+    """`COUNT_LIMIT + 1` when PostgreSQL estimates the table at more than `ESTIMATED_BEYOND`
+    rows (`pg_class.reltuples`, which ANALYZE and autovacuum keep), else the rows counted up to
+    the bound, as for any list; in one query, which counts only when the estimate is lower."""
+    bounded, params = _union([objects.order_by()], COUNT_LIMIT + 1)
+    with connections[objects.db].cursor() as cursor:
+        # The SQL is Django's compiled query; every value is a parameter.
+        cursor.execute(
+            "SELECT CASE WHEN COALESCE((SELECT reltuples FROM pg_class"  # noqa: S608
+            " WHERE oid = to_regclass(%s)), 0) > %s THEN %s"
+            f" ELSE (SELECT COUNT(*) FROM ({bounded}) AS counted) END",
+            [
+                connections[objects.db].ops.quote_name(objects.model._meta.db_table),
+                ESTIMATED_BEYOND,
+                COUNT_LIMIT + 1,
+                *params,
+            ],
+        )
+        return int(cursor.fetchone()[0])
 
 
 def _union(

@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from portal.core.audit import audit_record
 from portal.core.models import AuditEvent
-from portal.core.pagination import COUNT_LIMIT, BoundedPaginator
+from portal.core.pagination import COUNT_LIMIT, ESTIMATED_BEYOND, BoundedPaginator
 
 
 @pytest.fixture
@@ -123,3 +123,36 @@ def test_a_sequence_that_is_not_a_query_is_counted_exactly_and_paged_to_its_end(
     assert (paginator.count, paginator.count_exact) == (COUNT_LIMIT + 3, True)
     assert list(last.object_list) == [COUNT_LIMIT, COUNT_LIMIT + 1, COUNT_LIMIT + 2]
     assert not last.has_next()
+
+
+def _estimate(table: str, rows: float) -> None:
+    """Have PostgreSQL estimate `table` at `rows` rows, as ANALYZE would after filling it (the
+    catalog's row is changed in the test's transaction, and rolled back with it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE pg_class SET reltuples = %s WHERE oid = to_regclass(%s)", [rows, table]
+        )
+
+
+def test_a_whole_table_estimated_beyond_the_bound_is_not_counted(
+    client_for, admin_user, five_events
+) -> None:
+    client = client_for(admin_user)
+    page = {"page_size": 2}
+    every = client.get("/api/v1/audit-events/", page).json()
+    assert (every["count"], every["count_exact"]) == (AuditEvent.objects.count(), True)
+
+    _estimate("core_auditevent", ESTIMATED_BEYOND + 1)
+    every = client.get("/api/v1/audit-events/", page).json()
+    # Every event, as an admin lists them: "10,000+" from PostgreSQL's estimate, in one query
+    # as before; the next page is still a cursor away.
+    assert (every["count"], every["count_exact"]) == (COUNT_LIMIT, False)
+    assert [row["comment"] for row in every["results"]] == ["4", "3"]
+    assert "cursor=" in every["next"]
+    # A filtered list is counted, whatever the table's size.
+    some = client.get("/api/v1/audit-events/", {**page, "action": "test.page"}).json()
+    assert (some["count"], some["count_exact"]) == (5, True)
+
+    _estimate("core_auditevent", ESTIMATED_BEYOND)  # not beyond it: counted
+    every = client.get("/api/v1/audit-events/", page).json()
+    assert (every["count"], every["count_exact"]) == (AuditEvent.objects.count(), True)
