@@ -52,8 +52,8 @@ from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, polled_page
 from portal.core.pagination import BoundedPaginator
-from tenants.access import Access, tenant_for, tenants_led_by, tenants_where
-from tenants.models import Tenant, TenantState
+from tenants.access import Access, tenant_for, tenant_ids_of, tenants_where
+from tenants.models import MemberRole, Tenant, TenantState
 
 PER_PAGE = 25
 EXTENSIONS_SHOWN = 50  # on a request's page, newest first
@@ -376,10 +376,10 @@ def extension_decide(request: AuthenticatedHttpRequest, pk: int, action: str) ->
 
 
 def _require_approver(request: AuthenticatedHttpRequest) -> QuerySet[GpuRequest]:
-    queue = approvals_queue_for(request.user)
-    if not request.user.is_portal_admin and not tenants_led_by(request.user).exists():
+    # The tenants led are the user's roles, read once per request (no query of their own).
+    if not request.user.is_portal_admin and not tenant_ids_of(request.user, [MemberRole.LEAD]):
         raise Http404
-    return queue
+    return approvals_queue_for(request.user)
 
 
 def _page_link(request: AuthenticatedHttpRequest, param: str, number: int) -> str:

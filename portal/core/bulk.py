@@ -56,6 +56,26 @@ def plain_rows(rows: models.QuerySet[Any, tuple[Any, ...]]) -> Iterable[tuple[An
     return fetched
 
 
+def counted_together(querysets: Sequence[models.QuerySet[Any, Any]]) -> int:
+    """How many rows `querysets` hold together (a row of two counted twice), in one query of
+    their own SQL: `SELECT (SELECT COUNT(*) FROM (…)) + …`. Django's `union(…).count()` of the
+    same querysets compiles them with as much work again around them (every lead's page
+    counts its approvals queue: 1.5 ms of Python for a 0.1 ms query; make bench)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for rows in querysets:
+        select = _select_sql(rows.order_by().values("pk"))
+        if select is not None:  # a filter no row can match adds nothing
+            parts.append(f"(SELECT COUNT(*) FROM ({select[0]}) AS counted)")  # noqa: S608
+            params.extend(select[1])
+    if not parts:
+        return 0
+    with connections[querysets[0].db].cursor() as cursor:
+        # The SQL is Django's compiled queries; every value is a parameter.
+        cursor.execute(f"SELECT {' + '.join(parts)}", params)
+        return int(cursor.fetchone()[0])
+
+
 def _select_sql(rows: models.QuerySet[Any, Any]) -> tuple[str, Sequence[Any]] | None:
     """The SQL and parameters `rows` runs, or None when no row can match (`pk__in=[]`)."""
     try:

@@ -6,12 +6,15 @@ carry a count (e.g. pending approvals) that the navigation shows beside its labe
 owns the entry registers the function that counts, one bounded query per counted entry.
 """
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from django.urls import reverse
+from django.conf import settings
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
@@ -156,9 +159,10 @@ class Navigation:
         }
 
     @cached_property
-    def urls(self) -> dict[str, str]:
+    def urls(self) -> Mapping[str, str]:
         """Each entry's URL, by URL name."""
-        return {entry.url_name: reverse(entry.url_name) for entry in self.entries}
+        names = tuple(entry.url_name for entry in self.entries)
+        return _reversed(names, get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF)
 
     @cached_property
     def key(self) -> str:
@@ -186,3 +190,10 @@ class Navigation:
     def menus(self) -> bool:
         """Whether the wide navigation shows its groups as menus (too many links for a line)."""
         return sum(len(group.links) for group in self.groups) > FLAT_LIMIT
+
+
+@functools.lru_cache(maxsize=64)
+def _reversed(names: tuple[str, ...], _prefix: str, _urlconf: object) -> Mapping[str, str]:
+    """The URLs of `names`, kept for the process by the script prefix and URL configuration
+    they are reversed with (some ten `reverse` calls on every page otherwise); read-only."""
+    return MappingProxyType({name: reverse(name) for name in names})

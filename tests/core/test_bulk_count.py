@@ -1,0 +1,23 @@
+"""`counted_together` (portal/core/bulk.py): the rows of several querysets counted in one query,
+a row of two counted twice, a filter no row can match adding nothing."""
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from portal.core.audit import audit_record
+from portal.core.bulk import counted_together
+from portal.core.models import AuditEvent
+
+
+def test_querysets_are_counted_together_in_one_query(admin_user) -> None:
+    for number in range(5):
+        audit_record(actor=admin_user, action="test.count", target=admin_user, comment=str(number))
+    events = AuditEvent.objects.filter(action="test.count")
+    first_two = events.filter(comment__in=["0", "1"])
+
+    with CaptureQueriesContext(connection) as queries:
+        counted = counted_together([events, first_two, events.filter(pk__in=[])])
+
+    assert counted == 7  # 5 + 2: the two rows of both are counted twice
+    assert len(queries.captured_queries) == 1
+    assert counted_together([events.filter(pk__in=[])]) == 0
