@@ -293,8 +293,10 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponseBase:
     """Everyone's own usage: reserved vs used per day, and per notebook (or allocation)."""
     period = period_of(request)
     user = request.user
-    per_day = totals(request, period, group_by=("day",), user=user)
-    per_workload = totals(request, period, group_by=("workload",), user=user)
+    # Read once by day and workload, added up each way here (one query, not two).
+    per_day_and_workload = totals(request, period, group_by=("day", "workload"), user=user)
+    per_day = usage_regrouped(per_day_and_workload, ("day",))
+    per_workload = usage_regrouped(per_day_and_workload, ("workload",))
     daily_measures = ("reserved", "used")
     workload_measures = ("reserved", "requested", "used", "memory", "utilisation")
     tables = [
