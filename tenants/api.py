@@ -24,7 +24,7 @@ from tenants import services
 from tenants.access import Access, tenant_for
 from tenants.filters import TenantFilter
 from tenants.models import MemberRole, Membership, QuotaRequest, Tenant
-from tenants.selectors import quota_lines_for, quota_requests_for
+from tenants.selectors import quota_requests_for, with_quota_lines
 from tenants.serializers import (
     DecisionSerializer,
     MemberInputSerializer,
@@ -38,8 +38,8 @@ from tenants.serializers import (
 
 
 def _tenant_response(tenant: Tenant, *, status_code: int = status.HTTP_200_OK) -> Response:
-    context = {"quota_lines": quota_lines_for([tenant.pk])}
-    return Response(TenantSerializer(tenant, context=context).data, status=status_code)
+    with_quota_lines([tenant])
+    return Response(TenantSerializer(tenant).data, status=status_code)
 
 
 class TenantList(ListModelMixin, GenericAPIView[Tenant]):
@@ -54,9 +54,10 @@ class TenantList(ListModelMixin, GenericAPIView[Tenant]):
         return Tenant.objects.visible_to(api_user(self.request)).order_by("slug")
 
     def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset())) or []
-        context = {"quota_lines": quota_lines_for(tenant.pk for tenant in page)}
-        return self.get_paginated_response(TenantSerializer(page, many=True, context=context).data)
+        page = with_quota_lines(
+            self.paginate_queryset(self.filter_queryset(self.get_queryset())) or []
+        )
+        return self.get_paginated_response(TenantSerializer(page, many=True).data)
 
     @extend_schema(request=TenantCreateSerializer, responses={201: TenantSerializer})
     @idempotent_post

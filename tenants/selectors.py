@@ -1,7 +1,7 @@
 """Reads of tenants beyond visibility (which is `Tenant.objects.visible_to`, tenants.access):
 quotas and what is left of them, members, quota requests."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -132,6 +132,15 @@ def quota_lines_over(tenant_ids: Iterable[int] | QuerySet[Any]) -> list[tuple[in
         (tenant_id, QuotaLine(models[gpu_model_id], quota, used[tenant_id, gpu_model_id]))
         for tenant_id, gpu_model_id, quota in over
     ]
+
+
+def with_quota_lines[T: Sequence[Tenant]](tenants: T) -> T:
+    """`tenants`, each with its quota lines set as `quota_lines` (`quota_lines_for`: two
+    queries whatever the number of tenants), as `TenantSerializer` writes them."""
+    lines = quota_lines_for(tenant.pk for tenant in tenants)
+    for tenant in tenants:
+        tenant.quota_lines = lines[tenant.pk]  # type: ignore[attr-defined]
+    return tenants
 
 
 def quota_lines(tenant: Tenant) -> list[QuotaLine]:

@@ -1,5 +1,3 @@
-from collections.abc import Callable
-from functools import cached_property
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -32,12 +30,34 @@ class QuotaLineSerializer(serializers.Serializer[QuotaLine]):
     remaining_display = GpuEqDisplayField(source="remaining")
 
 
+# Planned from once (its plan needs no call): not a serializer made for each tenant's lines.
+_QUOTA_LINE = QuotaLineSerializer()
+
+
+@extend_schema_field(QuotaLineSerializer(many=True))
+class QuotaLinesField(serializers.Field[list[QuotaLine], Any, list[dict[str, Any]], Tenant]):
+    """A tenant's quota lines, read from the tenant (`quota_lines`, set on it by
+    `tenants.selectors.with_quota_lines`), each written through `QuotaLineSerializer`'s plan.
+    Its value alone makes its output, so a list of tenants is planned once for the process
+    (portal/core/rows.py), not for every call as a method field's serializer would be."""
+
+    context_free = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value: list[QuotaLine]) -> list[dict[str, Any]]:
+        write = row_writer(_QUOTA_LINE)  # the plan kept for the process
+        return [write(line) for line in value]
+
+
 class TenantSerializer(serializers.ModelSerializer[Tenant]):
-    """A tenant with its policy and, per GPU model, quota, used and remaining GPU-eq."""
+    """A tenant with its policy and, per GPU model, quota, used and remaining GPU-eq (the
+    tenants' `quota_lines`: `with_quota_lines`)."""
 
     auto_approve_gpu_eq = GpuEqField()
     namespace = serializers.CharField(read_only=True)
-    quotas = serializers.SerializerMethodField()
+    quotas = QuotaLinesField(source="quota_lines")
 
     class Meta:
         list_serializer_class = RowsListSerializer
@@ -45,17 +65,6 @@ class TenantSerializer(serializers.ModelSerializer[Tenant]):
         fields = ("slug", "name", "cost_centre", "state", "namespace", *POLICY_FIELDS, "quotas",
                   "created_at", "updated_at")  # fmt: skip
         read_only_fields = ("state", "created_at", "updated_at")
-
-    @cached_property
-    def _quota_line(self) -> Callable[[QuotaLine], dict[str, Any]]:
-        """One plan for every listed tenant's lines: making a serializer copies all its
-        fields, and DRF's own writing asks each field of each line how to read it."""
-        return row_writer(QuotaLineSerializer())
-
-    @extend_schema_field(QuotaLineSerializer(many=True))
-    def get_quotas(self, tenant: Tenant) -> list[dict[str, Any]]:
-        lines: dict[int, list[QuotaLine]] = self.context["quota_lines"]
-        return [self._quota_line(line) for line in lines.get(tenant.pk, [])]
 
 
 class TenantPolicySerializer(StrictFieldsMixin, serializers.Serializer[Tenant]):
