@@ -39,6 +39,20 @@ class NotebookSerializer(serializers.ModelSerializer[Notebook]):
         read_only_fields: tuple[str, ...] = fields
 
 
+# The names a list of notebooks shows of its tenant and owner, read as values (`names_listed`).
+LISTED_NAMES_OF_NOTEBOOK = {"tenant_slug": "tenant__slug", "owner_username": "owner__username"}
+
+
+class NotebookListSerializer(NotebookSerializer):
+    """`NotebookSerializer`'s rows for a list read with `names_listed`: the same JSON."""
+
+    tenant = serializers.CharField(source="tenant_slug", read_only=True)
+    owner = serializers.CharField(source="owner_username", read_only=True)
+
+    class Meta(NotebookSerializer.Meta):
+        pass
+
+
 class NotebookDetailSerializer(NotebookSerializer):
     """One notebook with its warnings, its runs and, for its owner only, the token."""
 

@@ -10,6 +10,7 @@ from portal.allocations.models import RequestState
 from portal.cluster.models import RunKind
 from portal.core.models import AuditEvent
 from portal.workloads.models import Desired, Notebook, NotebookState
+from portal.workloads.serializers import NotebookSerializer
 from tests.cluster.fixtures import run_queued
 from tests.workloads.conftest import allocation_of, launch
 
@@ -186,6 +187,23 @@ def test_the_list_runs_a_bounded_number_of_queries(
 
 
 # API
+
+
+def test_the_api_list_s_rows_are_the_serializer_s_from_joined_rows(
+    client_for, developer, lead, gpu_tenant, catalog, dry_cluster
+):
+    """The list reads the tenant's slug and the owner's name as values (`names_listed`): the
+    same JSON as `NotebookSerializer` writes from joined rows, for the owner and their lead."""
+    for offering in ("a100-80gb-whole", "a100-80gb-mig-1g-10gb"):
+        launch(developer, allocation_of(developer, gpu_tenant, catalog[offering]))
+    joined = Notebook.objects.select_related("tenant", "owner", "allocation__offering__gpu_model")
+    expected = NotebookSerializer(joined.order_by("-created_at", "-id"), many=True).data
+
+    for user in (developer, lead):
+        listed = client_for(user).get("/api/v1/notebooks/").json()["results"]
+        assert listed == expected
+        assert {row["owner"] for row in listed} == {developer.username}
+        assert {row["tenant"] for row in listed} == {gpu_tenant.slug}
 
 
 def test_the_api_launches_on_an_allocation_and_answers_201(
