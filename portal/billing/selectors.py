@@ -312,7 +312,9 @@ class MonthStatements:
 
     @cached_property
     def _count(self) -> int:
-        return self._rows.count()
+        # Every statement is in one cost centre's total, which counts them: no count of its
+        # own (a page reads both).
+        return sum(row.statements for row in self.centre_totals())
 
     def __len__(self) -> int:
         return self._count
@@ -330,8 +332,8 @@ class MonthStatements:
             for row in rows
         ]
 
-    def centre_totals(self) -> list[CentreTotal]:
-        """One row per cost centre and currency, of every statement (not a page's)."""
+    @cached_property
+    def _centre_totals(self) -> list[CentreTotal]:
         grouped = (
             self._rows.order_by()
             .values_list("cost_centre", "currency")
@@ -344,6 +346,11 @@ class MonthStatements:
             ),
             key=lambda row: (row.cost_centre, row.currency),
         )
+
+    def centre_totals(self) -> list[CentreTotal]:
+        """One row per cost centre and currency, of every statement (not a page's); read
+        once."""
+        return self._centre_totals
 
 
 def grand_totals(centres: list[CentreTotal]) -> list[tuple[str, Decimal]]:
