@@ -15,7 +15,8 @@ Two costs grow with a table, and neither is paid here:
 A list whose visibility filter is a union of branches (a lead's requests: their own OR their
 tenants', `portal.core.visibility.any_of`) is read branch by branch: a page takes the first
 rows of each branch in the list's order, each from its own index, and orders those few; the
-count counts each branch up to the bound. Given the OR instead, PostgreSQL walks the newest-first
+count counts each branch up to the bound (without the rows of the branches counted before it,
+so that the counts add up). Given the OR instead, PostgreSQL walks the newest-first
 index of the whole table past every other tenant's rows, and counts with a heap scan.
 """
 
@@ -39,7 +40,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from portal.core.errors import NotFound, ValidationFailed
-from portal.core.visibility import branches_of
+from portal.core.visibility import branches_of, disjoint_branches_of
 
 # The most rows a list counts. Past it a page says "10,000+", and page numbers stop at the
 # page holding the 10,000th row; the API's cursors go on.
@@ -73,16 +74,21 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]  # generic only in 
         postgres = connections[objects.db].vendor == "postgresql"
         if postgres and _whole_table(objects):
             return _estimated_or_counted(objects)
-        branches = branches_of(objects) if postgres else None
+        branches = disjoint_branches_of(objects) if postgres else None
         if branches is None:
             counted: int = objects.order_by()[: COUNT_LIMIT + 1].count()
             return counted
-        # Each branch up to the bound; UNION (not ALL) counts a row of two branches once.
-        union, params = _union([branch.order_by() for branch in branches], COUNT_LIMIT + 1)
+        # Each branch up to the bound, without the rows of the branches before it: their
+        # counts add up (UNION ALL). A UNION of the branches as they are, to count a row of
+        # two once, hashed every id (a lead's 2,000 requests: 0.95 -> 0.4 ms of PostgreSQL).
+        # The sum reaches the bound exactly when the rows do.
+        union, params = _union(
+            [branch.order_by() for branch in branches], COUNT_LIMIT + 1, every=True
+        )
         with connections[objects.db].cursor() as cursor:
             # The SQL is Django's compiled queries; every value is a parameter.
             cursor.execute(f"SELECT COUNT(*) FROM ({union}) AS counted", params)  # noqa: S608
-            return int(cursor.fetchone()[0])
+            return min(int(cursor.fetchone()[0]), COUNT_LIMIT + 1)
 
     @cached_property
     def count(self) -> int:
