@@ -44,6 +44,7 @@ from portal.billing.provisional import (
 from portal.billing.unreserved import WORKLOADS
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.models import AuditEvent
+from portal.metering.kept import KeptReadings
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
@@ -252,7 +253,7 @@ STATEMENT_SORTS = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class CentreTotal:
     """The statements of one cost centre in one currency (none: nothing priced)."""
 
@@ -309,6 +310,13 @@ class MonthStatements:
         if cost_centre is not None:
             rows = rows.filter(cost_centre=cost_centre)
         self._rows = rows
+        # Every tenant's statements of a closed month (finance's, admins'): their totals per
+        # cost centre are the same until the month is reopened (which deletes them) and
+        # closed again (a new `closed_at`), so they are kept by those.
+        everyone = not self.open and tenant_slug is None and sees_everything(user)
+        self._kept_as = (
+            (period.pk, period.closed_at, cost_centre) if everyone and period is not None else None
+        )
 
     @cached_property
     def _count(self) -> int:
@@ -334,6 +342,11 @@ class MonthStatements:
 
     @cached_property
     def _centre_totals(self) -> list[CentreTotal]:
+        if self._kept_as is None:
+            return self._centre_totals_read()
+        return _closed_centre_totals.read(self._kept_as, self._centre_totals_read)
+
+    def _centre_totals_read(self) -> list[CentreTotal]:
         grouped = (
             self._rows.order_by()
             .values_list("cost_centre", "currency")
@@ -351,6 +364,11 @@ class MonthStatements:
         """One row per cost centre and currency, of every statement (not a page's); read
         once."""
         return self._centre_totals
+
+
+# A closed month's totals per cost centre of every tenant's statements (`MonthStatements`), in
+# this process; at most `KEEP_SECONDS` (portal/metering/kept.py).
+_closed_centre_totals: KeptReadings[CentreTotal] = KeptReadings()
 
 
 def grand_totals(centres: list[CentreTotal]) -> list[tuple[str, Decimal]]:

@@ -20,7 +20,7 @@ from portal.allocations.models import GpuRequest
 from portal.allocations.services import gpu_request_submit
 from portal.billing.models import Period, PeriodState, Statement
 from portal.billing.pricing import month_bounds, price, tenant_month_priced
-from portal.billing.selectors import statements_for
+from portal.billing.selectors import MonthStatements, statements_for
 from portal.billing.services import period_close, period_reopen, rate_card_create
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.cluster.models import Cluster
@@ -195,6 +195,8 @@ def test_a_closed_month_is_frozen_and_reopening_and_closing_again_recomputes_it(
     assert (statement.total, statement.currency, statement.basis) == (
         Decimal("20.00"), "EUR", "reserved",
     )  # fmt: skip
+    # Every tenant's totals per cost centre of the closed month, kept for the process.
+    assert _centre_totals(books.finance) == [("EUR", Decimal("20.00"), 1)]
     # Usage collected again differently, and a new price: the closed month does not move.
     GpuRequest.objects.filter(pk=allocation.pk).update(ends_at=BEGIN + DAY + timedelta(hours=5))
     UsageRecord.objects.all().delete()
@@ -219,6 +221,9 @@ def test_a_closed_month_is_frozen_and_reopening_and_closing_again_recomputes_it(
 
     again = Statement.objects.get(period__month=MONTH, tenant=books.tenant)
     assert again.total == Decimal("10.00")  # five hours now, at the month's price
+    # Closed again, a new `closed_at`: the kept totals are not the first close's.
+    assert _centre_totals(books.finance) == [("EUR", Decimal("10.00"), 1)]
+    assert len(MonthStatements(books.finance, MONTH)) == 1
     history = AuditEvent.objects.filter(target_type="billing.period").order_by("id")
     assert [(event.action, event.changes["totals"]) for event in history] == [
         ("period.close", [None, {"vision": "20.00 EUR"}]),
@@ -226,6 +231,13 @@ def test_a_closed_month_is_frozen_and_reopening_and_closing_again_recomputes_it(
         ("period.close", [None, {"vision": "10.00 EUR"}]),
     ]
     assert history[1].comment == "usage was collected again"
+
+
+def _centre_totals(user: User) -> list[tuple[str, Decimal, int]]:
+    return [
+        (row.currency, row.total, row.statements)
+        for row in MonthStatements(user, MONTH).centre_totals()
+    ]
 
 
 def test_a_month_is_not_closed_before_its_usage_is_complete(books: Books, lead: User) -> None:
