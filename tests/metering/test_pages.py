@@ -6,15 +6,20 @@ import io
 import json
 import re
 from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
 
 import pytest
+from django.template import engines
 from django.urls import reverse
+from django.utils import translation
+from django.utils.safestring import mark_safe
 
 from portal.allocations.models import RequestState
 from portal.core.models import AuditEvent
 from portal.metering.models import MeteringState
 from portal.metering.selectors import UsageQuery, usage_totals
-from portal.metering.views import PAGE_ROWS
+from portal.metering.views import PAGE_ROWS, Table
 from tests.metering.usage_data import Scenario, metered_cluster, scenario, tables_of
 from tests.workloads.conftest import gpu_tenant  # noqa: F401  (a fixture)
 
@@ -430,3 +435,24 @@ def test_a_table_shows_its_first_rows_and_the_csv_has_them_all(
     assert len(shown) == PAGE_ROWS
     assert len(every) > PAGE_ROWS
     assert f"The first {PAGE_ROWS} of {len(every)} rows" in html
+
+
+def test_a_tables_rows_are_written_as_the_templates_cells_would_be() -> None:
+    """`Table.shown_html` writes each cell as `{{ cell }}` does: escaped, HTML left as it is,
+    numbers and dates localised (here in Chinese)."""
+    # Rows are text where the views make them; what else a cell could be, written the same.
+    cells: list[Any] = [
+        "<b>&", mark_safe("<i>kept</i>"), Decimal("1234.5"), date(2026, 11, 29), 7, None,
+    ]  # fmt: skip
+    table = Table("t", "T", [("c", "C")], [cells, ["plain"]])
+    engine = engines["django"]
+    cell_by_cell = engine.from_string(
+        "{% for row in rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>"
+        "{% endfor %}"
+    )
+    with translation.override("zh-hans"):
+        expected = cell_by_cell.render({"rows": table.shown})
+        written = engine.from_string("{{ table.shown_html }}").render({"table": table})
+    assert written == expected
+    assert "&lt;b&gt;&amp;" in written
+    assert "<i>kept</i>" in written
