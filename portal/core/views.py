@@ -9,12 +9,14 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+from portal.core import cells
 from portal.core.filters import AuditEventFilter
 from portal.core.health import readiness_problems
 from portal.core.home import home_panels_render
 from portal.core.http import AuthenticatedHttpRequest, envelope_json
 from portal.core.metrics import metrics_allowed
 from portal.core.middleware import is_api_request
+from portal.core.models import AuditEvent
 from portal.core.navigation import persona_of, start_url_for
 from portal.core.pages import error_page
 from portal.core.pagination import BoundedPaginator
@@ -149,6 +151,33 @@ def audit_log(request: AuthenticatedHttpRequest) -> HttpResponse:
         request.GET or None, queryset=audit_events_for(request.user), request=request
     )
     page = BoundedPaginator(events.qs, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"form": events.form, "page": page}
+    context = {"form": events.form, "page": page, "rows": cells.rows(page, _audit_row)}
     template = "core/audit.html#audit-table" if request.htmx else "core/audit.html"
     return render(request, template, context)
+
+
+def _audit_row(event: AuditEvent) -> str:
+    """One event's `<tr>` in the audit log (see `portal.core.cells`)."""
+    actor = (
+        f'<span translate="no">{cells.text(event.actor_name)}</span>'
+        if event.actor_name
+        else cells.text(_("system"))
+    )
+    changes = "".join(
+        f'<div translate="no"><strong>{cells.text(field)}</strong>: '
+        f"{cells.text('∅' if before is None else before)} → "
+        f"{cells.text('∅' if after is None else after)}</div>"
+        for field, before, after in event.change_rows
+    )
+    if event.comment:
+        changes += f'<div class="help">“{cells.text(_(event.comment))}”</div>'
+    tenant = cells.text(event.tenant.slug) if event.tenant is not None else "—"
+    source = cells.text(event.source_ip or "")
+    return (
+        f"<tr><td>{cells.when(event.at)}</td><td>{actor}</td>"
+        f"<td><code>{cells.text(event.action)}</code></td>"
+        f'<td translate="no">{cells.text(event.target_name)} '
+        f"<small>{cells.text(event.target_type)}:{cells.text(event.target_id)}</small></td>"
+        f"<td>{tenant}</td><td>{changes}</td>"
+        f"<td><small>{source} {cells.truncated(event.request_id, 12)}</small></td></tr>"
+    )

@@ -1,4 +1,8 @@
+import re
+
 import pytest
+from django.template import engines
+from django.utils import translation
 
 from portal.accounts.services import user_create
 from portal.core.audit import audit_record
@@ -93,3 +97,46 @@ def test_a_change_that_is_not_a_pair_is_shown_as_its_value_after() -> None:
     event = AuditEvent(changes={"pair": [1, 2], "odd": "as is", "three": [1, 2, 3]})
 
     assert event.change_rows == [("pair", 1, 2), ("odd", None, "as is"), ("three", None, [1, 2, 3])]
+
+
+# The rows as `templates/core/audit.html` wrote them before `portal.core.cells` did.
+ROW_TEMPLATE = """{% load i18n %}{% for event in events %}
+        <tr>
+          <td>{{ event.at|date:"DATETIME_FORMAT" }}</td>
+          <td>{% if event.actor_name %}<span translate="no">{{ event.actor_name }}</span>{% else %}{% translate "system" %}{% endif %}</td>
+          <td><code>{{ event.action }}</code></td>
+          <td translate="no">{{ event.target_name }} <small>{{ event.target_type }}:{{ event.target_id }}</small></td>
+          <td>{% if event.tenant_id %}{{ event.tenant.slug }}{% else %}—{% endif %}</td>
+          <td>{% for field, before, after in event.change_rows %}<div translate="no"><strong>{{ field }}</strong>: {{ before|default_if_none:"∅" }} → {{ after|default_if_none:"∅" }}</div>{% endfor %}{% if event.comment %}<div class="help">“{% translate event.comment %}”</div>{% endif %}</td>
+          <td><small>{{ event.source_ip|default:"" }} {{ event.request_id|truncatechars:12 }}</small></td>
+        </tr>{% endfor %}"""  # noqa: E501
+
+
+def test_the_rows_are_written_as_the_template_wrote_them(client_for, admin_user, tenant_a) -> None:
+    """The page's rows (`portal.core.cells`) against the template loop they replace, in
+    Chinese, over events with markup, quotes, numbers, booleans, nested JSON, empty and long
+    values."""
+    AuditEvent.objects.create(
+        actor=admin_user, actor_name="<b>o'neil</b>", action="odd.<i>", target_type="t&t",
+        target_id='7"', target_name="", tenant=tenant_a, comment="Released: <ended>",
+        changes={"n": [1234567, 2.5], "flag": [True, None], "deep": {"a": ["<x>"]}, "": "&"},
+        request_id="r" * 40, source_ip="2001:db8::1",
+    )  # fmt: skip
+    AuditEvent.objects.create(
+        actor=None, action="plain", target_type="x", target_id="1", target_name="name",
+        changes={}, request_id="", source_ip=None,
+    )  # fmt: skip
+
+    response = client_for(admin_user).get("/audit/", HTTP_ACCEPT_LANGUAGE="zh-hans")
+
+    events = list(AuditEvent.objects.select_related("tenant").order_by("-at", "-id"))
+    with translation.override("zh-hans"):
+        expected = engines["django"].from_string(ROW_TEMPLATE).render({"events": events})
+    shown = re.search(r"<tbody>(.*)</tbody>", response.text, re.S)
+    assert shown is not None
+    between_tags = re.compile(r">\s+<")
+    assert between_tags.sub("><", shown.group(1).strip()) == between_tags.sub(
+        "><", expected.strip()
+    )
+    assert "&lt;b&gt;o&#x27;neil&lt;/b&gt;" in expected
+    assert "系统" in expected  # "system", translated
