@@ -22,17 +22,20 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
 from django.db.models import Case, F, Q, QuerySet, Sum, Value, When
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
 from portal.accounts.models import User
 from portal.billing.models import Basis, Period, PeriodState, RateCard, Statement
 from portal.billing.pricing import CENT, CPU, RAM, RateBook, card_price, month_bounds
 from portal.billing.selectors import month_of, statements_seen, tenants_seen
+from portal.core import cells
 from portal.core.bulk import plain_rows
 from portal.core.errors import ValidationFailed
 from portal.metering.kept import KeptReadings, usage_inputs
@@ -395,6 +398,11 @@ class SpendChart:
             for month in self.months
         ]
 
+    def rows_html(self) -> SafeString:
+        """`rows()` as the table's `<tr>`s: the month a row header, the amounts numbers, the
+        status text (see `portal.core.cells`)."""
+        return cells.rows(self.rows(), partial(_spend_row, cells.text(self.currency)))
+
     @property
     def labels(self) -> list[str]:
         """The table's column headers, in the order of `rows()`."""
@@ -423,6 +431,15 @@ class SpendChart:
                 "unit": self.currency,
             },
         }
+
+
+def _spend_row(currency: str, row: list[str]) -> str:
+    first, *amounts, status = row
+    numbers = "".join([f'<td class="number">{cells.text(amount)}</td>' for amount in amounts])
+    return (
+        f'<tr data-testid="spend-{currency}-{cells.text(first)}"><th scope="row">'
+        f"{cells.text(first)}</th>{numbers}<td>{cells.text(status)}</td></tr>"
+    )
 
 
 def _ranked(spent: dict[TenantName, Decimal], top: int) -> tuple[list[TenantName], int]:

@@ -46,6 +46,7 @@ from portal.billing.selectors import (
 )
 from portal.billing.services import period_close, period_reopen, rate_card_create
 from portal.billing.spend import CHART_MONTHS, shift, spend_charts_for
+from portal.core import cells
 from portal.core.errors import Conflict, PermissionDenied, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
 from portal.core.pages import form_add_error, form_page
@@ -140,6 +141,7 @@ def _statements_page(
             "closed": closed,
             "ended": month < current_month(),
             "statements": shown,
+            "statement_rows": cells.rows(shown, _statement_row),
             "page": page,
             "centres": centres,
             "grand_totals": grand_totals(centre_totals),
@@ -156,6 +158,32 @@ def _statements_page(
     if request.htmx and request.method == "GET":
         template += "#chargeback"
     return render(request, template, context, status=status)
+
+
+def _statement_row(statement: StatementView) -> str:
+    """One statement's `<tr>` on the *Chargeback* page (see `portal.core.cells`)."""
+    slug = cells.text(statement.tenant.slug)
+    url = reverse("billing:statement", args=[statement.id])
+    status = (
+        f'<span class="state final">{cells.text(gettext("final"))}</span>'
+        if statement.final
+        else f'<span class="state provisional">{cells.text(gettext("provisional"))}</span>'
+    )
+    if statement.problem:
+        status += (
+            f'<br><small class="error" data-testid="problem-{slug}">'
+            f"{cells.text(statement.problem)}</small>"
+        )
+    return (
+        f'<tr data-testid="statement-{slug}">'
+        f'<td><a href="{cells.text(url)}">{cells.text(statement.tenant.name)}</a></td>'
+        f"<td>{cells.text(statement.cost_centre or '—')}</td>"
+        f"<td>{cells.text(statement.currency or '—')}</td>"
+        f'<td class="number" data-testid="total-{slug}">{cells.text(statement.total)}</td>'
+        f'<td class="number" data-testid="budget-used-{slug}">'
+        f"{cells.text(statement.budget_used or '—')}</td>"
+        f"<td>{status}</td></tr>"
+    )
 
 
 def _spend_context(user: User, month: date, cost_centre: str) -> dict[str, Any]:

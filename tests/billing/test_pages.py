@@ -15,8 +15,10 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.template import engines
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import translation
 
 from portal.accounts.models import User
 from portal.accounts.services import user_create
@@ -545,3 +547,53 @@ def test_the_month_shows_closed_state_to_a_lead(
     assert ids_with(html, "statement-") == ["vision"]
     assert "Reopen" not in html
     assert "Close this month" not in html
+
+
+# The rows as templates/billing/statements.html and _spend.html wrote them before
+# `portal.core.cells` did.
+STATEMENT_ROWS = """{% load i18n %}{% for statement in statements %}
+        <tr data-testid="statement-{{ statement.tenant.slug }}">
+          <td><a href="{% url 'billing:statement' statement.id %}">{{ statement.tenant.name }}</a></td>
+          <td>{{ statement.cost_centre|default:"—" }}</td>
+          <td>{{ statement.currency|default:"—" }}</td>
+          <td class="number" data-testid="total-{{ statement.tenant.slug }}">{{ statement.total }}</td>
+          <td class="number" data-testid="budget-used-{{ statement.tenant.slug }}">{{ statement.budget_used|default:"—" }}</td>
+          <td>{% if statement.final %}<span class="state final">{% translate "final" %}</span>{% else %}<span class="state provisional">{% translate "provisional" %}</span>{% endif %}{% if statement.problem %}<br><small class="error" data-testid="problem-{{ statement.tenant.slug }}">{{ statement.problem }}</small>{% endif %}</td>
+        </tr>{% endfor %}"""  # noqa: E501
+SPEND_ROWS = """{% for row in chart.rows %}
+            <tr data-testid="spend-{{ chart.currency }}-{{ row.0 }}">{% for cell in row %}{% if forloop.first %}<th scope="row">{{ cell }}</th>{% elif forloop.last %}<td>{{ cell }}</td>{% else %}<td class="number">{{ cell }}</td>{% endif %}{% endfor %}</tr>
+          {% endfor %}"""  # noqa: E501
+
+
+def tbody(html: str, testid: str) -> str:
+    table = re.search(rf'<table data-testid="{testid}">.*?<tbody>(.*?)</tbody>', html, re.S)
+    assert table, testid
+    return re.sub(r">\s+<", "><", table.group(1).strip())
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_the_rows_are_written_as_the_templates_wrote_them(
+    client_for, month: Ledger, finance_user, admin_user, tenant_a, closed: bool
+) -> None:
+    """The statements' and the spend table's rows (`portal.core.cells`) against the template
+    loops they replace, in Chinese, provisional and final, with markup in a tenant's name."""
+    tenant_update(actor=admin_user, tenant=tenant_a, name='<Vision> & "co"', cost_centre="")
+    if closed:
+        period_close(actor=finance_user, month=MONTH)
+
+    response = client_for(finance_user).get(
+        f"/chargeback/?period={PERIOD}", HTTP_ACCEPT_LANGUAGE="zh-hans"
+    )
+
+    assert response.status_code == 200
+    engine = engines["django"]
+    with translation.override("zh-hans"):
+        statements = engine.from_string(STATEMENT_ROWS).render(
+            {"statements": response.context["statements"]}
+        )
+        [chart] = response.context["spend_charts"]
+        spend = engine.from_string(SPEND_ROWS).render({"chart": chart})
+    assert tbody(response.text, "statements") == re.sub(r">\s+<", "><", statements.strip())
+    assert tbody(response.text, "table-spend-EUR") == re.sub(r">\s+<", "><", spend.strip())
+    assert "&lt;Vision&gt; &amp; &quot;co&quot;" in statements
+    assert ("最终" if closed else "暂估") in statements
