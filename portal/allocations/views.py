@@ -26,6 +26,7 @@ from portal.allocations.models import (
     Purpose,
     RequestState,
 )
+from portal.allocations.page_rows import all_requests_row, my_requests_row
 from portal.allocations.selectors import (
     approvals_queue_for,
     extension_for,
@@ -39,6 +40,7 @@ from portal.allocations.selectors import (
     with_waiting,
 )
 from portal.catalog.models import Offering
+from portal.core import cells
 from portal.core.confirm import Question, confirm_page, confirmed, safe_next
 from portal.core.errors import (
     ApplicationError,
@@ -179,7 +181,12 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     _with_pending_extensions(page.object_list)
     waiting = requests.filter(state=RequestState.PENDING).exists()
     waiting = waiting or any(row.pending_extension for row in page.object_list)  # type: ignore[attr-defined]
-    context = {"page": page, "waiting": waiting, "extend_form": ExtendForm()}
+    context = {
+        "page": page,
+        "rows": cells.rows(page.object_list, my_requests_row(request)),
+        "waiting": waiting,
+        "extend_form": ExtendForm(),
+    }
     return polled_page(request, "allocations/mine.html", "requests-table", context, moving=waiting)
 
 
@@ -463,7 +470,9 @@ def all_requests(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
     page = BoundedPaginator(requests.qs, PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = with_waiting(list(page.object_list))
-    return render(request, "allocations/all.html", {"page": page, "filters": requests.form})
+    row = all_requests_row(request, revokes=request.user.is_portal_admin)
+    context = {"page": page, "rows": cells.rows(page.object_list, row), "filters": requests.form}
+    return render(request, "allocations/all.html", context)
 
 
 @login_required

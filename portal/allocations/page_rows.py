@@ -1,0 +1,172 @@
+"""The rows of *My requests* and *All requests*, written in Python (see `portal.core.cells`).
+
+Each writer is made for one page (`for_page`): what is the same on every row (the CSRF input,
+the URLs reversed once, the words in the caller's language) is made once, then each row is
+an f-string of escaped values. A test compares each with the template loop it replaced.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
+from portal.allocations.models import GpuRequest, RequestState
+from portal.catalog.gpu_eq import gpu_eq_display
+from portal.core.cells import csrf_input, iso, text, until, url_of_each, when
+
+_HOLDING = (RequestState.APPROVED, RequestState.ACTIVE)
+
+
+def state_html(gpu_request: GpuRequest, see_the_run: str) -> str:
+    """The request's state and, while it waits, why (`allocations/_state.html`)."""
+    pk = text(gpu_request.pk)
+    shown = (
+        f'<span class="state {text(gpu_request.state)}" data-testid="request-state-{pk}">'
+        f"{text(gpu_request.state_label)}</span>"
+    )
+    waiting = getattr(gpu_request, "waiting", None)
+    if waiting:
+        code = text(waiting.code)
+        link = (
+            f' <a href="{text(waiting.link)}" data-testid="waiting-link-{pk}">{see_the_run}</a>'
+            if waiting.link
+            else ""
+        )
+        shown += (
+            f'<br><small class="waiting {code}" data-testid="waiting-{pk}" '
+            f'data-waiting="{code}">{text(waiting.message)}{link}</small>'
+        )
+    return shown
+
+
+def _asked(gpu_request: GpuRequest, detail: Callable[[int], str]) -> str:
+    """The GPUs asked for, linked to the request, and their GPU-eq."""
+    return (
+        f'<td><a href="{detail(gpu_request.pk)}">{text(gpu_request.count)} × '  # noqa: RUF001
+        f"{text(gpu_request.offering.name)}</a></td>"
+        f'<td title="{text(gpu_request.gpu_eq)}">{text(gpu_eq_display(gpu_request.gpu_eq))}</td>'
+    )
+
+
+@dataclass(frozen=True)
+class _Page:
+    csrf: str
+    detail: Callable[[int], str]
+    see_the_run: str
+
+
+def _page(request: HttpRequest) -> _Page:
+    return _Page(csrf_input(request), url_of_each("allocations:detail"), text(_("See the run")))
+
+
+def all_requests_row(request: HttpRequest, *, revokes: bool) -> Callable[[GpuRequest], str]:
+    """*All requests*' row writer; `revokes`: the caller may revoke (a column more)."""
+    page = _page(request)
+    revoke = url_of_each("allocations:transition", "revoke")
+    back = text(reverse("allocations:all"))
+    reason, revoke_label = text(_("reason")), text(_("Revoke"))
+
+    def row(gpu_request: GpuRequest) -> str:
+        pk = text(gpu_request.pk)
+        ends = when(gpu_request.ends_at) or "—"
+        cells = (
+            f"<tr><td>{pk}</td><td>{when(gpu_request.created_at)}</td>"
+            f"<td>{text(gpu_request.tenant.slug)}</td>"
+            f"<td>{text(gpu_request.requester.username)}</td>"
+            f"{_asked(gpu_request, page.detail)}"
+            f"<td>{state_html(gpu_request, page.see_the_run)}</td><td>{ends}</td>"
+        )
+        if revokes:
+            form = ""
+            if gpu_request.state in _HOLDING:
+                url = revoke(gpu_request.pk)
+                label = text(_("Reason to revoke %(pk)s") % {"pk": pk})
+                form = (
+                    f'<form method="post" action="{url}" class="inline" hx-post="{url}" '
+                    f'hx-target="body" hx-swap="beforeend">{page.csrf}'
+                    f'<input type="hidden" name="next" value="{back}">'
+                    f'<input name="comment" required placeholder="{reason}" aria-label="{label}">'
+                    f'<button type="submit" class="danger">{revoke_label}</button></form>'
+                )
+            cells += f"<td>{form}</td>"
+        return cells + "</tr>"
+
+    return row
+
+
+def my_requests_row(request: HttpRequest) -> Callable[[GpuRequest], str]:
+    """*My requests*' row writer: the rows carry `.waiting`, `.cost` and
+    `.pending_extension`."""
+    page = _page(request)
+    cancel = url_of_each("allocations:transition", "cancel")
+    release = url_of_each("allocations:transition", "release")
+    extend = url_of_each("allocations:extend")
+    cancel_extension = url_of_each("allocations:extension-decide", "cancel")
+    launch = text(reverse("workloads:new"))
+    words = {
+        "cancel": text(_("Cancel")),
+        "launch": text(_("Launch a notebook")),
+        "release": text(_("Release")),
+        "hours": text(_("Hours to extend")),
+        "extend": text(_("Extend")),
+        "cancel extension": text(_("Cancel extension")),
+    }
+
+    def extension(gpu_request: GpuRequest, pk: str) -> str:
+        """Its extension waiting for a lead, or the form to ask for one
+        (`allocations/_extension_cell.html`)."""
+        waiting = getattr(gpu_request, "pending_extension", None)
+        if waiting:
+            hours = _("Extension by %(hours)s h waiting for a lead") % {
+                "hours": text(waiting.hours)
+            }
+            label = _("Cancel extension of request %(id)s") % {"id": pk}
+            return (
+                f'\n<br><span class="state pending" data-testid="extension-waiting-{pk}">'
+                f"{hours}</span>\n"
+                f'<form method="post" action="{cancel_extension(waiting.pk)}" class="inline">'
+                f'{page.csrf}<button type="submit" aria-label="{label}">'
+                f"{words['cancel extension']}</button></form>\n"
+            )
+        return (
+            f'\n<form method="post" action="{extend(gpu_request.pk)}" class="inline">'
+            f'{page.csrf}<input type="number" name="hours" min="1" value="1" '
+            f'aria-label="{words["hours"]}" class="narrow-input">'
+            f'<button type="submit">{words["extend"]}</button></form>\n'
+        )
+
+    def row(gpu_request: GpuRequest) -> str:
+        pk = text(gpu_request.pk)
+        state = state_html(gpu_request, page.see_the_run)
+        if gpu_request.decision_comment:
+            state += f"<br><small>{text(_(gpu_request.decision_comment))}</small>"
+        holding = gpu_request.state in _HOLDING
+        left = until(gpu_request.ends_at) if holding else "—"
+        cost = getattr(gpu_request, "cost", None)
+        actions = ""
+        if gpu_request.state == RequestState.PENDING:
+            actions = (
+                f'<form method="post" action="{cancel(gpu_request.pk)}" class="inline">'
+                f'{page.csrf}<button type="submit">{words["cancel"]}</button></form>'
+            )
+        elif holding:
+            url = release(gpu_request.pk)
+            actions = (
+                f'<a href="{launch}?allocation={pk}">{words["launch"]}</a>\n'
+                f'<form method="post" action="{url}" class="inline" hx-post="{url}" '
+                f'hx-target="body" hx-swap="beforeend">{page.csrf}'
+                f'<button type="submit">{words["release"]}</button></form>\n'
+                f"{extension(gpu_request, pk)}"
+            )
+        return (
+            f"<tr><td>{pk}</td><td>{text(gpu_request.tenant.slug)}</td>"
+            f"{_asked(gpu_request, page.detail)}<td>{state}</td>"
+            f'<td data-testid="time-left-{pk}" data-ends-at="{iso(gpu_request.ends_at)}">'
+            f"{left}</td>"
+            f'<td data-testid="cost-{pk}">{text(cost) if cost else "—"}</td>'
+            f"<td>{actions}</td></tr>"
+        )
+
+    return row
