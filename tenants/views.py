@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 
 from portal.accounts.groups import tenant_group
 from portal.accounts.models import MemberRole
+from portal.core import cells
 from portal.core.confirm import Question, confirm_page, confirmed
 from portal.core.errors import InvalidTransition, QuotaExceeded, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
@@ -33,6 +34,7 @@ from tenants.forms import (
     TenantPolicyForm,
 )
 from tenants.models import QuotaRequest, Tenant
+from tenants.page_rows import tenants_row
 from tenants.pages import tenant_sections_context
 from tenants.selectors import (
     memberships_of,
@@ -101,9 +103,8 @@ def manage(request: AuthenticatedHttpRequest) -> HttpResponse:
     lines = quota_lines_for(tenant.pk for tenant in page)
     context: dict[str, Any] = {
         "page": page,
-        "rows": [(tenant, lines[tenant.pk]) for tenant in page],
+        "rows": cells.rows([(tenant, lines[tenant.pk]) for tenant in page], tenants_row()),
         "filters": tenants.form,
-        "form": TenantCreateForm(),
     }
     template = "tenants/manage.html#tenant-table" if request.htmx else "tenants/manage.html"
     return render(request, template, context)

@@ -26,8 +26,8 @@ from django.utils.text import Truncator
 from django.utils.timesince import timesince, timeuntil
 from django.utils.timezone import localtime
 
-# Stands for a row's id while its URL is reversed once (`url_of_each`).
-_ID_MARK = 9_182_736_455
+# Stands for a row's id or slug while its URL is reversed once (`url_of_each`).
+_KEY_MARK = 9_182_736_455
 
 
 def text(value: Any) -> str:
@@ -69,14 +69,14 @@ def csrf_input(request: HttpRequest) -> str:
     return f'<input type="hidden" name="csrfmiddlewaretoken" value="{token}">'
 
 
-def url_of_each(viewname: str, *after: Any) -> Callable[[int], str]:
-    """`{% url viewname row.pk *after %}` for any row, escaped for an attribute: the URL is
-    reversed once and each row's id put in its place (a page of 50 rows reversed three URLs a
-    row)."""
-    head, mark, tail = reverse(viewname, args=[_ID_MARK, *after]).partition(str(_ID_MARK))
-    assert mark, f"{viewname} does not take an integer id first"  # noqa: S101 - a programming error
+def url_of_each(viewname: str, *after: Any) -> Callable[[int | str], str]:
+    """`{% url viewname row.key *after %}` for any row whose key is an id or a slug (no
+    character to quote), escaped for an attribute: the URL is reversed once and each row's key
+    put in its place (a page of 50 rows had reversed up to three URLs a row)."""
+    head, mark, tail = reverse(viewname, args=[_KEY_MARK, *after]).partition(str(_KEY_MARK))
+    assert mark, f"{viewname} takes no id or slug first"  # noqa: S101 - a programming error
     head, tail = html.escape(head), html.escape(tail)
-    return lambda pk: f"{head}{int(pk)}{tail}"
+    return lambda key: f"{head}{html.escape(str(key))}{tail}"
 
 
 def truncated(value: Any, length: int) -> str:

@@ -1,9 +1,13 @@
+import re
 from fractions import Fraction
 
 import pytest
+from django.template import engines
+from django.utils import translation
 
 from portal.core.models import AuditEvent
 from tenants.models import Membership, Quota, QuotaRequest, Tenant
+from tenants.selectors import quota_lines_for
 from tenants.services import (
     quota_request_create,
     quota_set,
@@ -295,3 +299,47 @@ def test_the_tenants_list_counts_each_tenants_members(
     assert members_of("vision") == "2"
     assert members_of("nlp") == "1"
     assert members_of("empty") == "0"
+
+
+# The rows as templates/tenants/manage.html wrote them, with _quota_cells.html in place.
+TENANT_ROWS = """{% load i18n gpu_eq %}{% for tenant, lines in rows %}
+        <tr>
+          <td><a href="{% url 'tenants:detail' tenant.slug %}">{{ tenant.name }}</a> <small>{{ tenant.slug }}</small></td>
+          <td>{{ tenant.cost_centre|default:"—" }}</td>
+          <td><span class="state {{ tenant.state }}">{{ tenant.state_label }}</span></td>
+          <td>{{ tenant.member_count }}</td>
+          <td>{% for line in lines %}<span class="quota-chip{% if line.remaining <= 0 %} full{% endif %}" title="{% blocktranslate trimmed with model=line.gpu_model.name remaining=line.remaining quota=line.quota %}{{ model }}: {{ remaining }} of {{ quota }} GPU-eq left (exact){% endblocktranslate %}">{{ line.gpu_model.name }}: {{ line.remaining|gpu_eq }} / {{ line.quota|gpu_eq }}</span>{% empty %}<span class="empty">{% translate "no GPU quota" %}</span>{% endfor %}</td>
+        </tr>{% endfor %}"""  # noqa: E501
+
+
+def test_the_tenants_rows_are_written_as_the_template_wrote_them(
+    client_for, admin_user, a100_model, tenant_a
+) -> None:
+    """The *Tenants* page's rows (tenants/page_rows.py) against the template loop they
+    replaced, in Chinese: markup in a name, no cost centre, suspended, exact and used-up quota
+    lines, no quota at all."""
+    odd = tenant_create(actor=admin_user, slug="rd", name='<R&D> "labs"', cost_centre="")
+    quota_set(actor=admin_user, tenant=odd, gpu_model=a100_model, gpu_eq=Fraction(7, 2))
+    quota_set(actor=admin_user, tenant=odd, gpu_model=t4(admin_user), gpu_eq=0)
+    tenant_change_state(actor=admin_user, tenant=odd, action="suspend")
+
+    response = client_for(admin_user).get("/manage/tenants/", HTTP_ACCEPT_LANGUAGE="zh-hans")
+
+    assert response.status_code == 200
+    page = response.context["page"]
+    lines = quota_lines_for(tenant.pk for tenant in page)
+    with translation.override("zh-hans"):
+        expected = (
+            engines["django"]
+            .from_string(TENANT_ROWS)
+            .render({"rows": [(tenant, lines[tenant.pk]) for tenant in page]})
+        )
+    shown = re.search(r"<tbody>(.*?)</tbody>", response.text, re.S)
+    assert shown
+    between_tags = re.compile(r">\s+<")
+    assert between_tags.sub("><", shown.group(1).strip()) == between_tags.sub(
+        "><", expected.strip()
+    )
+    assert "&lt;R&amp;D&gt; &quot;labs&quot;" in expected
+    assert 'class="quota-chip full"' in expected
+    assert "7/2" in expected
