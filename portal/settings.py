@@ -118,6 +118,9 @@ TEMPLATES = [
     },
 ]
 
+# The common widgets written in Python, each as its template writes it (portal/core/forms.py).
+FORM_RENDERER = "portal.core.forms.PageFormRenderer"
+
 # Database: SQLite for the embedded demo, PostgreSQL in production and in the tests.
 _database_url = env.secret("DATABASE_URL")
 if not _database_url:

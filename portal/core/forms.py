@@ -11,8 +11,9 @@ from typing import Any
 
 from django import forms
 from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
+from django.forms.renderers import DjangoTemplates
 from django.forms.utils import flatatt
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeData, SafeString, mark_safe
 
 from portal.core.validators import (
     INTEGER_MAX,
@@ -82,3 +83,81 @@ class LongSelect(forms.Select):
             selected = " selected" if text in chosen else ""
             options.append(f'<option value="{_html(text)}"{selected}>{_html(label)}</option>')
         return mark_safe(f"<select{flatatt(final_attrs)}>{''.join(options)}</select>")  # noqa: S308  (every part escaped above; flatatt escapes the attributes)
+
+
+# The widget templates `PageFormRenderer` writes itself: every one that is only
+# django/forms/widgets/input.html, and the select of plain options.
+_INPUT_TEMPLATES = frozenset(
+    f"django/forms/widgets/{name}.html"
+    for name in (
+        "input", "text", "number", "email", "url", "password", "hidden", "date", "datetime",
+        "time", "search", "tel", "checkbox", "color",
+    )
+)  # fmt: skip
+_SELECT_TEMPLATE = "django/forms/widgets/select.html"
+_OPTION_TEMPLATE = "django/forms/widgets/select_option.html"
+
+
+def _formatted(value: Any) -> str:
+    """`{{ value|stringformat:'s' }}`: `"%s" % value`, escaped unless the value is HTML."""
+    text = "%s" % (str(value) if isinstance(value, tuple) else value)
+    return text if isinstance(value, SafeData) else html.escape(text)
+
+
+def _attributes(attrs: dict[str, Any]) -> str:
+    """django/forms/widgets/attrs.html: ` name="value"`, ` name` for True, nothing for False."""
+    written = []
+    for name, value in attrs.items():
+        if value is False:
+            continue
+        written.append(
+            f" {_html(name)}" if value is True else f' {_html(name)}="{_formatted(value)}"'
+        )
+    return "".join(written)
+
+
+class PageFormRenderer(DjangoTemplates):
+    """Django's form renderer (`FORM_RENDERER`), writing the common widgets in Python: text and
+    number inputs, hidden fields, check boxes and selects of plain options, each exactly as
+    its template writes it (a test renders every one both ways). A widget's template costs
+    some 0.1 ms of the template engine (includes, a context each): an *Audit log*'s filter
+    form of seven fields took 0.85 ms. Any other template, or a select with options of
+    another template, is rendered as Django renders it."""
+
+    def render(self, template_name: str, context: dict[str, Any], request: Any = None) -> str:
+        widget = context.get("widget") if isinstance(context, dict) else None
+        if isinstance(widget, dict):
+            if template_name in _INPUT_TEMPLATES:
+                return self._input(widget)
+            if template_name == _SELECT_TEMPLATE and all(
+                option["template_name"] == _OPTION_TEMPLATE
+                for _group, options, _index in widget["optgroups"]
+                for option in options
+            ):
+                return self._select(widget)
+        return str(super().render(template_name, context, request))
+
+    @staticmethod
+    def _input(widget: dict[str, Any]) -> str:
+        value = widget["value"]
+        shown = "" if value is None else f' value="{_formatted(value)}"'
+        return (
+            f'<input type="{_html(widget["type"])}" name="{_html(widget["name"])}"{shown}'
+            f"{_attributes(widget['attrs'])}>"
+        )
+
+    @staticmethod
+    def _select(widget: dict[str, Any]) -> str:
+        written = [f'<select name="{_html(widget["name"])}"{_attributes(widget["attrs"])}>']
+        for group, options, _index in widget["optgroups"]:
+            if group:
+                written.append(f'\n  <optgroup label="{_html(group)}">')
+            written.extend(
+                f'\n  <option value="{_formatted(option["value"])}"'
+                f"{_attributes(option['attrs'])}>{_html(option['label'])}</option>\n"
+                for option in options
+            )
+            if group:
+                written.append("\n  </optgroup>")
+        written.append("\n</select>")
+        return "".join(written)
