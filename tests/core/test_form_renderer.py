@@ -6,7 +6,7 @@ import datetime
 import pytest
 from django import forms
 from django.conf import settings
-from django.forms.renderers import DjangoTemplates
+from django.forms.renderers import BaseRenderer, DjangoTemplates
 from django.utils import translation
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy
@@ -56,7 +56,7 @@ DATA = {
 
 @pytest.mark.parametrize("bound", [True, False])
 def test_each_widget_is_written_as_its_template_writes_it(admin_user, bound: bool) -> None:
-    def written(renderer: object) -> dict[str, str]:
+    def written(renderer: BaseRenderer) -> dict[str, str]:
         form = EveryWidget(
             {**DATA, "user": str(admin_user.pk)} if bound else None,
             initial={"day": datetime.date(2026, 1, 2), "checked": True},
