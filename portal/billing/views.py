@@ -33,6 +33,7 @@ from portal.billing.forms import ChargebackFilterForm, PeriodReopenForm, RateCar
 from portal.billing.models import PeriodState, RateCard
 from portal.billing.pricing import current_month
 from portal.billing.selectors import (
+    CentreTotal,
     LineView,
     MonthStatements,
     StatementView,
@@ -144,6 +145,7 @@ def _statements_page(
             "statement_rows": cells.rows(shown, _statement_row),
             "page": page,
             "centres": centres,
+            "centre_rows": cells.rows(centres.object_list, _centre_row),
             "grand_totals": grand_totals(centre_totals),
             "sort_links": _sort_links(query, sort),
             "previous": f"{shift(month, -1):%Y-%m}",
@@ -183,6 +185,16 @@ def _statement_row(statement: StatementView) -> str:
         f'<td class="number" data-testid="budget-used-{slug}">'
         f"{cells.text(statement.budget_used or '—')}</td>"
         f"<td>{status}</td></tr>"
+    )
+
+
+def _centre_row(row: CentreTotal) -> str:
+    """One cost centre's `<tr>` in the totals per cost centre."""
+    return (
+        f'<tr data-testid="centre-{cells.text(row.cost_centre or "none")}">'
+        f"<td>{cells.text(row.cost_centre or '—')}</td><td>{cells.text(row.statements)}</td>"
+        f"<td>{cells.text(row.currency or '—')}</td>"
+        f'<td class="number">{cells.text(row.total)}</td></tr>'
     )
 
 

@@ -560,6 +560,8 @@ STATEMENT_ROWS = """{% load i18n %}{% for statement in statements %}
           <td class="number" data-testid="budget-used-{{ statement.tenant.slug }}">{{ statement.budget_used|default:"—" }}</td>
           <td>{% if statement.final %}<span class="state final">{% translate "final" %}</span>{% else %}<span class="state provisional">{% translate "provisional" %}</span>{% endif %}{% if statement.problem %}<br><small class="error" data-testid="problem-{{ statement.tenant.slug }}">{{ statement.problem }}</small>{% endif %}</td>
         </tr>{% endfor %}"""  # noqa: E501
+CENTRE_ROWS = """{% for row in centres.object_list %}
+        <tr data-testid="centre-{{ row.cost_centre|default:'none' }}"><td>{{ row.cost_centre|default:"—" }}</td><td>{{ row.statements }}</td><td>{{ row.currency|default:"—" }}</td><td class="number">{{ row.total }}</td></tr>{% endfor %}"""  # noqa: E501
 SPEND_ROWS = """{% for row in chart.rows %}
             <tr data-testid="spend-{{ chart.currency }}-{{ row.0 }}">{% for cell in row %}{% if forloop.first %}<th scope="row">{{ cell }}</th>{% elif forloop.last %}<td>{{ cell }}</td>{% else %}<td class="number">{{ cell }}</td>{% endif %}{% endfor %}</tr>
           {% endfor %}"""  # noqa: E501
@@ -575,8 +577,9 @@ def tbody(html: str, testid: str) -> str:
 def test_the_rows_are_written_as_the_templates_wrote_them(
     client_for, month: Ledger, finance_user, admin_user, tenant_a, closed: bool
 ) -> None:
-    """The statements' and the spend table's rows (`portal.core.cells`) against the template
-    loops they replace, in Chinese, provisional and final, with markup in a tenant's name."""
+    """The statements', the cost centres' and the spend table's rows (`portal.core.cells`)
+    against the template loops they replace, in Chinese, provisional and final, with markup in
+    a tenant's name."""
     tenant_update(actor=admin_user, tenant=tenant_a, name='<Vision> & "co"', cost_centre="")
     if closed:
         period_close(actor=finance_user, month=MONTH)
@@ -591,9 +594,12 @@ def test_the_rows_are_written_as_the_templates_wrote_them(
         statements = engine.from_string(STATEMENT_ROWS).render(
             {"statements": response.context["statements"]}
         )
+        centres = engine.from_string(CENTRE_ROWS).render({"centres": response.context["centres"]})
         [chart] = response.context["spend_charts"]
         spend = engine.from_string(SPEND_ROWS).render({"chart": chart})
     assert tbody(response.text, "statements") == re.sub(r">\s+<", "><", statements.strip())
+    assert tbody(response.text, "centre-totals") == re.sub(r">\s+<", "><", centres.strip())
+    assert 'data-testid="centre-none"' in centres  # the tenant without a cost centre
     assert tbody(response.text, "table-spend-EUR") == re.sub(r">\s+<", "><", spend.strip())
     assert "&lt;Vision&gt; &amp; &quot;co&quot;" in statements
     assert ("最终" if closed else "暂估") in statements
