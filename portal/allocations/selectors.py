@@ -1,11 +1,14 @@
 """Reads of GPU requests. Who sees which is `GpuRequest.objects.visible_to` (tenants.access);
 these add what the pages and API show with each request, and the request preview."""
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
+from django.db import router
 from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
 
@@ -28,7 +31,7 @@ from portal.allocations.models import (
 )
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import Offering
-from portal.core.bulk import counted_together
+from portal.core.bulk import count_of, counted_sql
 from portal.core.registry import Slot
 from portal.core.visibility import VisibleQuerySet, get_visible_or_404
 from tenants.access import in_tenants_of_user, role_in, tenant_ids_of
@@ -221,18 +224,40 @@ def pending_approvals_count(user: User) -> int:
     out a lead's own, which another lead decides. One query (with the user's tenants, read
     once per request, for a lead); none for someone who leads nothing. Counted from the two
     tables alone, not through the queues' querysets (their joined and prefetched rows are
-    for the pages): it runs on every page a lead or an admin opens."""
+    for the pages): it runs on every page a lead or an admin opens, so its SQL is built once
+    per process for each number of tenants led (`_pending_count_plan`), and run with the
+    user's own ids."""
     led = None if user.is_portal_admin else tenant_ids_of(user, [MemberRole.LEAD])
     if led == []:
         return 0
-    requests = GpuRequest.objects.filter(state=RequestState.PENDING)
-    extensions = GpuRequestExtension.objects.filter(state=ExtensionState.PENDING)
+    using = router.db_for_read(GpuRequest)
+    plan = _pending_count_plan(using, None if led is None else len(led))
+    if plan is None:
+        return 0
+    sql, params = plan
+    ids = {_USER_MARK: user.pk, **{_TENANT_MARK - i: tenant for i, tenant in enumerate(led or [])}}
+    return count_of(using, sql, [ids.get(param, param) for param in params])
+
+
+# Stand for the user's id and the ids of the tenants they lead while `_pending_count_plan`
+# builds the SQL; found again among its parameters (no real id is negative).
+_USER_MARK = -2_147_000_001
+_TENANT_MARK = -2_147_000_002
+
+
+@functools.lru_cache(maxsize=64)
+def _pending_count_plan(using: str, led: int | None) -> tuple[str, list[Any]] | None:
+    """The SQL of `pending_approvals_count` for an admin (`led` None) or a lead of `led`
+    tenants, with marks where the ids go."""
+    requests = GpuRequest.objects.using(using).filter(state=RequestState.PENDING)
+    extensions = GpuRequestExtension.objects.using(using).filter(state=ExtensionState.PENDING)
     if led is not None:
-        requests = requests.filter(tenant_id__in=led).exclude(requester=user)
-        extensions = extensions.filter(request__tenant_id__in=led).exclude(
-            Q(requested_by=user) | Q(request__requester=user)
+        tenants = [_TENANT_MARK - i for i in range(led)]
+        requests = requests.filter(tenant_id__in=tenants).exclude(requester_id=_USER_MARK)
+        extensions = extensions.filter(request__tenant_id__in=tenants).exclude(
+            Q(requested_by_id=_USER_MARK) | Q(request__requester_id=_USER_MARK)
         )
-    return counted_together([requests, extensions])
+    return counted_sql([requests, extensions])
 
 
 @dataclass(frozen=True)

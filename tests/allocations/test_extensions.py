@@ -8,6 +8,7 @@ from django.core import mail
 from django.db import IntegrityError, transaction
 
 from portal.accounts.models import User
+from portal.accounts.services import user_create
 from portal.allocations.models import (
     ExtensionState,
     GpuRequest,
@@ -41,7 +42,7 @@ from portal.core.errors import (
 from portal.core.models import AuditEvent
 from tenants.access import tenants_led_by
 from tenants.models import MemberRole, Tenant
-from tenants.services import membership_set, quota_set, tenant_update
+from tenants.services import membership_set, quota_set, tenant_create, tenant_update
 from tests.conftest import _person
 
 WHOLE = "a100-80gb-whole"
@@ -334,3 +335,28 @@ def test_pending_approvals_count_takes_at_most_two_queries_with_the_leads_tenant
 
     with django_assert_max_num_queries(2):
         assert pending_approvals_count(lead) == 1
+
+
+def test_the_kept_count_sql_counts_each_leads_own_tenants(admin_user, catalog) -> None:
+    """Two leads of two tenants each share the count's SQL (built once for two tenants) and
+    each counts their own tenants' requests, not their own."""
+    whole = catalog[WHOLE]
+    leads, tenants = [], []
+    for number in range(2):
+        lead = user_create(actor=None, username=f"lead-of-two-{number}")
+        leads.append(lead)
+        for half in range(2):
+            tenant = tenant_create(actor=None, slug=f"two-{number}-{half}", name="Two")
+            quota_set(actor=admin_user, tenant=tenant, gpu_model=whole.gpu_model, gpu_eq=20)
+            membership_set(actor=None, tenant=tenant, user=lead, role=MemberRole.LEAD)
+            tenants.append(tenant)
+    asker = user_create(actor=None, username="asker")
+    for count, tenant in enumerate(tenants, start=1):
+        membership_set(actor=None, tenant=tenant, user=asker, role=MemberRole.DEVELOPER)
+        for _ in range(count):  # 1, 2 in the first lead's tenants; 3, 4 in the second's
+            gpu_request_submit(actor=asker, tenant=tenant, offering=whole, count=2)
+    own = gpu_request_submit(actor=leads[1], tenant=tenants[3], offering=whole, count=2)
+    assert own.state == RequestState.PENDING
+
+    assert [pending_approvals_count(lead) for lead in leads] == [3, 7]
+    assert pending_approvals_count(admin_user) == 11
