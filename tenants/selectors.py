@@ -12,6 +12,7 @@ from django.db.models.functions import Coalesce
 from portal.accounts.models import MemberRole, User
 from portal.catalog.cache import gpu_models_by_id
 from portal.catalog.models import GpuModel
+from portal.core.prepared import KeptRows
 from portal.core.registry import Slot
 from tenants.access import tenant_ids_of
 from tenants.models import (
@@ -80,6 +81,18 @@ class QuotaLine:
         return self.quota - self.used
 
 
+def _quotas_of(tenant_ids: list[int]) -> QuerySet[Quota, tuple[int, int, int, int]]:
+    return (
+        Quota.objects.filter(tenant_id__in=tenant_ids)
+        .order_by()
+        .values_list("tenant_id", "gpu_model_id", "gpu_eq_num", "gpu_eq_den")
+    )
+
+
+# Every page of tenants reads their quotas: the SQL built once per number of tenants.
+_QUOTAS = KeptRows(Quota, _quotas_of)
+
+
 def quota_lines_for(tenant_ids: Iterable[int]) -> dict[int, list[QuotaLine]]:
     """Each tenant's quota lines, in two queries whatever the number of tenants or allocations.
 
@@ -90,11 +103,7 @@ def quota_lines_for(tenant_ids: Iterable[int]) -> dict[int, list[QuotaLine]]:
     lines: dict[int, list[QuotaLine]] = {tenant_id: [] for tenant_id in ids}
     # Plain values rather than a model instance per quota (some 150 on a page of 50 tenants),
     # the GPU models from the process's catalog rows (not joined), ordered by name here.
-    quotas = list(
-        Quota.objects.filter(tenant_id__in=ids)
-        .order_by()
-        .values_list("tenant_id", "gpu_model_id", "gpu_eq_num", "gpu_eq_den")
-    )
+    quotas = _QUOTAS.rows(ids) if ids else []
     models = gpu_models_by_id({gpu_model_id for _tenant, gpu_model_id, _num, _den in quotas})
     for tenant_id, gpu_model_id, numerator, denominator in quotas:
         lines[tenant_id].append(

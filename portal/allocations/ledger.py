@@ -12,20 +12,39 @@ from typing import Any
 from django.db.models import QuerySet
 
 from portal.allocations.models import HOLDING_STATES, GpuRequest
-from portal.catalog.gpu_eq import gpu_eq_sum_by
+from portal.catalog.gpu_eq import gpu_eq_sums, gpu_eq_sums_query
+from portal.core.prepared import KeptRows
 
 
 def gpu_eq_held_by(
     tenant_ids: Iterable[int] | QuerySet[Any], gpu_model_id: int | None = None
 ) -> dict[tuple[int, int], Fraction]:
     """GPU-eq held per (tenant id, GPU model id), in one query; only `gpu_model_id` if given.
-    The tenants are ids, or a query of ids (run inside this one)."""
-    ids = tenant_ids if isinstance(tenant_ids, QuerySet) else list(tenant_ids)
-    held = GpuRequest.objects.filter(tenant_id__in=ids, state__in=HOLDING_STATES)
+    The tenants are ids (the query's SQL kept for the process: `_HELD`), or a query of ids (run
+    inside this one)."""
+    if isinstance(tenant_ids, QuerySet):
+        rows: Iterable[tuple[Any, ...]] = _held_sums(tenant_ids)
+    else:
+        ids = list(tenant_ids)
+        if not ids:
+            return {}
+        rows = _HELD.rows(ids) if gpu_model_id is None else _HELD_OF.rows(ids, gpu_model_id)
+    sums = gpu_eq_sums(rows)
+    return {(int(tenant), int(model)): total for (tenant, model), total in sums.items()}  # type: ignore[call-overload]
+
+
+def _held_sums(
+    tenant_ids: Iterable[int] | QuerySet[Any], gpu_model_id: int | None = None
+) -> QuerySet[Any, tuple[Any, ...]]:
+    held = GpuRequest.objects.filter(tenant_id__in=tenant_ids, state__in=HOLDING_STATES)
     if gpu_model_id is not None:
         held = held.filter(gpu_model_id=gpu_model_id)
-    sums = gpu_eq_sum_by(held, name="gpu_eq", group_by=("tenant_id", "gpu_model_id"))
-    return {(int(tenant), int(model)): total for (tenant, model), total in sums.items()}  # type: ignore[call-overload]
+    return gpu_eq_sums_query(held, name="gpu_eq", group_by=("tenant_id", "gpu_model_id"))
+
+
+# Every page of tenants reads what they hold: its SQL built once per number of tenants.
+_HELD = KeptRows(GpuRequest, _held_sums)
+_HELD_OF = KeptRows(GpuRequest, _held_sums)
 
 
 def allocations_holding(tenant_id: int, gpu_model_id: int) -> list[tuple[int, Fraction]]:

@@ -9,7 +9,7 @@ few distinct ones) and the per-denominator sums are added exactly in Python.
 import math
 import re
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import Any
@@ -168,13 +168,25 @@ def gpu_eq_sum_by(
 
     One query: SUM(numerator) GROUP BY (group_by..., denominator), combined in Python.
     """
+    return gpu_eq_sums(gpu_eq_sums_query(queryset, name=name, group_by=group_by))
+
+
+def gpu_eq_sums_query(
+    queryset: QuerySet[Any], *, name: str, group_by: Sequence[str] = ()
+) -> QuerySet[Any, tuple[Any, ...]]:
+    """`gpu_eq_sum_by`'s query: rows of (*group_by, denominator, sum of numerators)."""
     numerator, denominator = f"{name}_num", f"{name}_den"
-    rows = (
+    rows: QuerySet[Any, tuple[Any, ...]] = (
         queryset.order_by()
         .values(*group_by, denominator)
         .annotate(total=Sum(numerator))
         .values_list(*group_by, denominator, "total")
     )
+    return rows
+
+
+def gpu_eq_sums(rows: Iterable[tuple[Any, ...]]) -> dict[tuple[Hashable, ...], Fraction]:
+    """The exact sums of `gpu_eq_sums_query`'s rows, per group."""
     # Integer sums per denominator first, one Fraction per group at the end: thousands of
     # groups (a quota line per tenant and model) cost no more than their rows.
     by_den: dict[tuple[Hashable, ...], dict[int, int]] = defaultdict(lambda: defaultdict(int))

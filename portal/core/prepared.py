@@ -1,4 +1,4 @@
-"""One row read by a unique key on every call, its SQL built once per process.
+"""Reads run on every call with their SQL built once per process.
 
 Django builds a query's SQL anew on each call. For a read by a unique key the building costs
 more than PostgreSQL's answer: an API token's lookup with its user took 0.45 ms, 0.2 of it
@@ -6,11 +6,17 @@ compiling. `KeyedRead` builds the SQL once per database and runs it with each ca
 making the model instances from the row as the ORM would (`Model.from_db`). Every call reads
 one or two of these first: its API token, or its session and its user.
 
+`KeptRows` does the same for the rows of a `values_list` query whose values are whole
+numbers and lists of them (the tenants of a page): built once per shape, the number of values
+in each list.
+
 Only on PostgreSQL, and only where psycopg's values are the fields' own (no field converts
 what the database gives: no JSON, no custom `from_db_value`), as `plain_rows` reads. Anywhere
 else (the demo's SQLite) the same read goes through the ORM.
 """
 
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
@@ -116,3 +122,84 @@ class KeyedRead[M: models.Model]:
         if tuple(params) != (marker,):
             return None  # the key is not one plain parameter
         return str(sql)
+
+
+# Stand for `KeptRows`' values while their SQL is built: argument i's are _MARK - i * _SPAN
+# and below, one per value of a list; no real id is negative.
+_MARK = -2_100_000_000
+_SPAN = 100_000
+
+
+# A `KeptRows` shape's database, SQL, parameters' sources and converters of its columns.
+_Plan = tuple[str, str, list[Any], Callable[[list[tuple[Any, ...]]], Iterable[Any]] | None]
+
+
+class KeptRows:
+    """The rows of `build(*values)`, a `values_list` query of `model` given whole numbers (ids)
+    and lists of them, with its SQL built once per process for each shape of the values (how
+    many a list holds) and run with each call's. `build` must use each value as a query
+    parameter (a filter's value, `__in` a list), nothing else. Elsewhere than on PostgreSQL,
+    for a list of a shape not kept (empty, or of 100,000 values or more), or where the SQL's
+    parameters are not found as built, the ORM runs `build(*values)`."""
+
+    def __init__(
+        self,
+        model: type[models.Model],
+        build: Callable[..., models.QuerySet[Any, tuple[Any, ...]]],
+    ) -> None:
+        self.model = model
+        self.build = build
+        self._plan = functools.lru_cache(maxsize=128)(self._planned)
+
+    def rows(self, *values: int | Sequence[int]) -> list[tuple[Any, ...]]:
+        shape = tuple(None if isinstance(value, int) else len(value) for value in values)
+        plan = None
+        if all(size is None or 0 < size < _SPAN for size in shape):
+            plan = self._plan(router.db_for_read(self.model), shape)
+        if plan is None:
+            return list(self.build(*values))
+        using, sql, sources, convert = plan
+        params = [
+            source if not isinstance(source, tuple) else _value(values, *source)
+            for source in sources
+        ]
+        with connections[using].cursor() as cursor:
+            cursor.execute(sql, params)
+            fetched: list[tuple[Any, ...]] = cursor.fetchall()
+        return fetched if convert is None else [tuple(row) for row in convert(fetched)]
+
+    def _planned(self, using: str, shape: tuple[int | None, ...]) -> _Plan | None:
+        """The SQL of `shape`, where each parameter's value comes from ((argument, index in
+        its list or None), or the constant the query holds), and what converts the values of
+        the columns that Django converts (an aggregate's). None where the ORM must read."""
+        if connections[using].vendor != "postgresql":
+            return None
+        where: dict[int, tuple[int, int | None]] = {}
+        marks: list[Any] = []
+        for i, size in enumerate(shape):
+            if size is None:
+                where[_MARK - i * _SPAN] = (i, None)
+                marks.append(_MARK - i * _SPAN)
+            else:
+                listed = [_MARK - i * _SPAN - j for j in range(size)]
+                where.update({mark: (i, j) for j, mark in enumerate(listed)})
+                marks.append(listed)
+        compiler = self.build(*marks).query.get_compiler(using=using)
+        sql, params = compiler.as_sql()
+        found = {param for param in params if isinstance(param, int) and param in where}
+        if found != set(where):
+            return None  # a value was not used as a parameter of its own
+        sources = [where[param] if param in found else param for param in params]
+        converters = compiler.get_converters([column for column, _sql, _alias in compiler.select])
+        convert = None
+        if converters:
+
+            def convert(rows: list[tuple[Any, ...]]) -> Iterable[Any]:
+                converted: Iterable[Any] = compiler.apply_converters(rows, converters)
+                return converted
+
+        return using, str(sql), sources, convert
+
+
+def _value(values: tuple[Any, ...], argument: int, index: int | None) -> Any:
+    return values[argument] if index is None else values[argument][index]
