@@ -1,5 +1,6 @@
 """`notebooks/`, `notebooks/{id}/` and the actions (API.md): the same services as the pages."""
 
+import functools
 from typing import Any
 
 from django.db.models import QuerySet
@@ -30,6 +31,22 @@ from portal.workloads.serializers import (
     NotebookSerializer,
 )
 
+# The columns a list of notebooks writes nothing from: the notebook's token, events and
+# bookkeeping times, and of its allocation all but what `NotebookListSerializer` reads (its
+# offering, count and GPU-eq). Half the columns of a page, and most of its date-times.
+_LISTED_OF_ALLOCATION = {"id", "offering_id", "count", "gpu_eq_num", "gpu_eq_den"}
+_UNLISTED_OF_NOTEBOOK = ("token", "events", "observed_at", "observe_requested_at", "cull_notice_at")
+
+
+@functools.cache
+def _unlisted() -> tuple[str, ...]:
+    allocation = Notebook._meta.get_field("allocation").related_model._meta
+    return _UNLISTED_OF_NOTEBOOK + tuple(
+        f"allocation__{field.name}"
+        for field in allocation.concrete_fields
+        if field.attname not in _LISTED_OF_ALLOCATION
+    )
+
 
 class NotebookList(ListModelMixin, GenericAPIView[Notebook]):
     """Notebooks the caller may see (own; a lead's tenants'; all for admins). POST launches."""
@@ -44,7 +61,7 @@ class NotebookList(ListModelMixin, GenericAPIView[Notebook]):
         # (`names_listed`; a page of 50 made 200 model instances), read by the list's own
         # serializer: the same JSON. The allocation stays joined (its offering and count).
         listed = names_listed(notebooks_for(api_user(self.request)), LISTED_NAMES_OF_NOTEBOOK)
-        return listed.select_related("allocation")
+        return listed.select_related("allocation").defer(*_unlisted())
 
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
