@@ -8,7 +8,7 @@ through portal.billing.services; refusals are shown where the user acted, with t
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -142,7 +142,7 @@ def _statements_page(
             "closed": closed,
             "ended": month < current_month(),
             "statements": shown,
-            "statement_rows": cells.rows(shown, _statement_row),
+            "statement_rows": cells.rows(shown, _statement_row()),
             "page": page,
             "centres": centres,
             "centre_rows": cells.rows(centres.object_list, _centre_row),
@@ -162,30 +162,33 @@ def _statements_page(
     return render(request, template, context, status=status)
 
 
-def _statement_row(statement: StatementView) -> str:
-    """One statement's `<tr>` on the *Chargeback* page (see `portal.core.cells`)."""
-    slug = cells.text(statement.tenant.slug)
-    url = reverse("billing:statement", args=[statement.id])
-    status = (
-        f'<span class="state final">{cells.text(gettext("final"))}</span>'
-        if statement.final
-        else f'<span class="state provisional">{cells.text(gettext("provisional"))}</span>'
-    )
-    if statement.problem:
-        status += (
-            f'<br><small class="error" data-testid="problem-{slug}">'
-            f"{cells.text(statement.problem)}</small>"
+def _statement_row() -> Callable[[StatementView], str]:
+    """The writer of one statement's `<tr>` on the *Chargeback* page (see
+    `portal.core.cells`), its words translated once."""
+    final = f'<span class="state final">{cells.text(gettext("final"))}</span>'
+    provisional = f'<span class="state provisional">{cells.text(gettext("provisional"))}</span>'
+    detail = cells.url_of_each("billing:statement")
+
+    def row(statement: StatementView) -> str:
+        slug = cells.text(statement.tenant.slug)
+        status = final if statement.final else provisional
+        if statement.problem:
+            status += (
+                f'<br><small class="error" data-testid="problem-{slug}">'
+                f"{cells.text(statement.problem)}</small>"
+            )
+        return (
+            f'<tr data-testid="statement-{slug}">'
+            f'<td><a href="{detail(statement.id)}">{cells.text(statement.tenant.name)}</a></td>'
+            f"<td>{cells.text(statement.cost_centre or '—')}</td>"
+            f"<td>{cells.text(statement.currency or '—')}</td>"
+            f'<td class="number" data-testid="total-{slug}">{cells.text(statement.total)}</td>'
+            f'<td class="number" data-testid="budget-used-{slug}">'
+            f"{cells.text(statement.budget_used or '—')}</td>"
+            f"<td>{status}</td></tr>"
         )
-    return (
-        f'<tr data-testid="statement-{slug}">'
-        f'<td><a href="{cells.text(url)}">{cells.text(statement.tenant.name)}</a></td>'
-        f"<td>{cells.text(statement.cost_centre or '—')}</td>"
-        f"<td>{cells.text(statement.currency or '—')}</td>"
-        f'<td class="number" data-testid="total-{slug}">{cells.text(statement.total)}</td>'
-        f'<td class="number" data-testid="budget-used-{slug}">'
-        f"{cells.text(statement.budget_used or '—')}</td>"
-        f"<td>{status}</td></tr>"
-    )
+
+    return row
 
 
 def _centre_row(row: CentreTotal) -> str:
