@@ -17,6 +17,7 @@ else (the demo's SQLite) the same read goes through the ORM.
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
@@ -130,7 +131,21 @@ _MARK = -2_100_000_000
 _SPAN = 100_000
 
 
-# A `KeptRows` shape's database, SQL, parameters' sources and converters of its columns.
+@dataclass(frozen=True)
+class _Value:
+    """Where a parameter of `KeptRows`' SQL comes from: argument `argument` of the call, or
+    its value `index` when that is a list."""
+
+    argument: int
+    index: int | None
+
+    def of(self, values: tuple[Any, ...]) -> Any:
+        given = values[self.argument]
+        return given if self.index is None else given[self.index]
+
+
+# A `KeptRows` shape's database, SQL, parameters (a call's `_Value` or the query's constant)
+# and the converters of its columns.
 _Plan = tuple[str, str, list[Any], Callable[[list[tuple[Any, ...]]], Iterable[Any]] | None]
 
 
@@ -159,10 +174,7 @@ class KeptRows:
         if plan is None:
             return list(self.build(*values))
         using, sql, sources, convert = plan
-        params = [
-            source if not isinstance(source, tuple) else _value(values, *source)
-            for source in sources
-        ]
+        params = [source.of(values) if isinstance(source, _Value) else source for source in sources]
         with connections[using].cursor() as cursor:
             cursor.execute(sql, params)
             fetched: list[tuple[Any, ...]] = cursor.fetchall()
@@ -174,22 +186,23 @@ class KeptRows:
         the columns that Django converts (an aggregate's). None where the ORM must read."""
         if connections[using].vendor != "postgresql":
             return None
-        where: dict[int, tuple[int, int | None]] = {}
+        where: dict[int, _Value] = {}
         marks: list[Any] = []
         for i, size in enumerate(shape):
             if size is None:
-                where[_MARK - i * _SPAN] = (i, None)
+                where[_MARK - i * _SPAN] = _Value(i, None)
                 marks.append(_MARK - i * _SPAN)
             else:
                 listed = [_MARK - i * _SPAN - j for j in range(size)]
-                where.update({mark: (i, j) for j, mark in enumerate(listed)})
+                where.update({mark: _Value(i, j) for j, mark in enumerate(listed)})
                 marks.append(listed)
         compiler = self.build(*marks).query.get_compiler(using=using)
         sql, params = compiler.as_sql()
-        found = {param for param in params if isinstance(param, int) and param in where}
-        if found != set(where):
+        sources = [
+            where[param] if isinstance(param, int) and param in where else param for param in params
+        ]
+        if {source for source in sources if isinstance(source, _Value)} != set(where.values()):
             return None  # a value was not used as a parameter of its own
-        sources = [where[param] if param in found else param for param in params]
         converters = compiler.get_converters([column for column, _sql, _alias in compiler.select])
         convert = None
         if converters:
@@ -199,7 +212,3 @@ class KeptRows:
                 return converted
 
         return using, str(sql), sources, convert
-
-
-def _value(values: tuple[Any, ...], argument: int, index: int | None) -> Any:
-    return values[argument] if index is None else values[argument][index]
