@@ -122,7 +122,8 @@ class PageFormRenderer(DjangoTemplates):
     its template writes it (a test renders every one both ways). A widget's template costs
     some 0.1 ms of the template engine (includes, a context each): an *Audit log*'s filter
     form of seven fields took 0.85 ms. Any other template, or a select with options of
-    another template, is rendered as Django renders it."""
+    another template, is rendered as Django renders it. A project template overriding one of
+    the widget templates named above would not be read: take its name out of them first."""
 
     def render(self, template_name: str, context: dict[str, Any], request: Any = None) -> str:
         widget = context.get("widget") if isinstance(context, dict) else None
