@@ -28,7 +28,7 @@ def gpu_eq_held_by(
         ids = list(tenant_ids)
         if not ids:
             return {}
-        rows = _HELD.rows(ids) if gpu_model_id is None else _HELD_OF.rows(ids, gpu_model_id)
+        rows = _HELD.rows(ids) if gpu_model_id is None else _HELD.rows(ids, gpu_model_id)
     sums = gpu_eq_sums(rows)
     return {(int(tenant), int(model)): total for (tenant, model), total in sums.items()}  # type: ignore[call-overload]
 
@@ -42,9 +42,9 @@ def _held_sums(
     return gpu_eq_sums_query(held, name="gpu_eq", group_by=("tenant_id", "gpu_model_id"))
 
 
-# Every page of tenants reads what they hold: its SQL built once per number of tenants.
+# Every page of tenants reads what they hold: its SQL built once per number of tenants (and
+# once more with a GPU model).
 _HELD = KeptRows(GpuRequest, _held_sums)
-_HELD_OF = KeptRows(GpuRequest, _held_sums)
 
 
 def allocations_holding(tenant_id: int, gpu_model_id: int) -> list[tuple[int, Fraction]]:

@@ -71,7 +71,7 @@ def all_requests_row(request: HttpRequest, *, revokes: bool) -> Callable[[GpuReq
     def row(gpu_request: GpuRequest) -> str:
         pk = text(gpu_request.pk)
         ends = when(gpu_request.ends_at) or "—"
-        cells = (
+        written = (
             f"<tr><td>{pk}</td><td>{when(gpu_request.created_at)}</td>"
             f"<td>{text(gpu_request.tenant.slug)}</td>"
             f"<td>{text(gpu_request.requester.username)}</td>"
@@ -90,8 +90,8 @@ def all_requests_row(request: HttpRequest, *, revokes: bool) -> Callable[[GpuReq
                     f'<input name="comment" required placeholder="{reason}" aria-label="{label}">'
                     f'<button type="submit" class="danger">{revoke_label}</button></form>'
                 )
-            cells += f"<td>{form}</td>"
-        return cells + "</tr>"
+            written += f"<td>{form}</td>"
+        return written + "</tr>"
 
     return row
 
