@@ -185,7 +185,6 @@ def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
         "page": page,
         "rows": cells.rows(page.object_list, my_requests_row(request)),
         "waiting": waiting,
-        "extend_form": ExtendForm(),
     }
     return polled_page(request, "allocations/mine.html", "requests-table", context, moving=waiting)
 

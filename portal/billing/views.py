@@ -142,7 +142,7 @@ def _statements_page(
             "closed": closed,
             "ended": month < current_month(),
             "statements": shown,
-            "statement_rows": cells.rows(shown, _statement_row()),
+            "statement_rows": cells.rows(shown, _statements_row()),
             "page": page,
             "centres": centres,
             "centre_rows": cells.rows(centres.object_list, _centre_row),
@@ -162,7 +162,7 @@ def _statements_page(
     return render(request, template, context, status=status)
 
 
-def _statement_row() -> Callable[[StatementView], str]:
+def _statements_row() -> Callable[[StatementView], str]:
     """The writer of one statement's `<tr>` on the *Chargeback* page (see
     `portal.core.cells`), its words translated once."""
     final = f'<span class="state final">{cells.text(gettext("final"))}</span>'

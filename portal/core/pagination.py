@@ -186,6 +186,38 @@ def _union(
     return (" UNION ALL " if every else " UNION ").join(parts), params
 
 
+def _first_of_union(
+    branches: list[QuerySet[Any]], order: Order, limit: int
+) -> tuple[str, list[Any]]:
+    """The SQL of the ids of the first `limit` rows of the union of `branches`, in `order`
+    (plain columns ending with the primary key, as `_order_fields` gives): each branch's first
+    `limit` rows by its own index, with only the order's columns, then those few ordered and cut
+    to `limit`. So the list reads `limit` whole rows, not `limit` of each branch, each wide
+    row of a lead's requests page fetched and sorted (a lead of two tenants: 150 -> 50 rows).
+    UNION, not UNION ALL: a row of two branches (a lead's own request in a tenant they lead)
+    comes once, so the cut keeps `limit` different rows."""
+    names = [field.attname for field, _descending in order]
+    parts, params = [], []
+    for branch in branches:
+        sql, branch_params = (
+            branch.values_list(*names)[:limit].query.get_compiler(using=branch.db).as_sql()
+        )
+        parts.append(f"({sql})")
+        params.extend(branch_params)
+    columns = [f"c{index}" for index in range(len(order))]
+    ordered = ", ".join(
+        f"{column} {'DESC' if descending else 'ASC'}"
+        for column, (_field, descending) in zip(columns, order, strict=True)
+    )
+    union = " UNION ".join(parts)
+    # Django's compiled queries and the order's own column names; every value is a parameter.
+    sql = (
+        f"SELECT {columns[-1]} FROM ({union}) AS branched ({', '.join(columns)})"  # noqa: S608
+        f" ORDER BY {ordered} LIMIT %s"
+    )
+    return sql, [*params, limit]
+
+
 def first_rows[M: models.Model](rows: QuerySet[M], number: int) -> QuerySet[M]:
     """`rows`, narrowed where its filter has branches (see the module's docstring) to the first
     `number` rows of each branch in `rows`' order: slice it up to `number` to read the same
@@ -195,7 +227,13 @@ def first_rows[M: models.Model](rows: QuerySet[M], number: int) -> QuerySet[M]:
     if branches is None or not rows.ordered:
         return rows
     order: Sequence[Any] = rows.query.order_by or rows.model._meta.ordering or ()
-    union, params = _union([branch.order_by(*order) for branch in branches], number, every=True)
+    keyset = _order_fields(rows)
+    if keyset is None:
+        union, params = _union([branch.order_by(*order) for branch in branches], number, every=True)
+    else:
+        union, params = _first_of_union(
+            [branch.order_by(*order) for branch in branches], keyset, number
+        )
     # `= ANY(ARRAY(...))` rather than `IN (...)`: the ids are then a value computed first, not
     # a join that PostgreSQL plans with the list's own joins (planning 4.6 -> 1.3 ms).
     quote = connection.ops.quote_name
