@@ -68,6 +68,14 @@ allocations_holding: Slot[Callable[[int, int], list[tuple[int, Fraction]]]] = Sl
 )
 
 
+# The (tenant id, GPU model id) quota lines whose allocations may hold more than the quota,
+# of a query of tenant ids: a superset of those that do, found without reading every line (the
+# allocations app fills this slot too).
+allocations_over: Slot[Callable[[QuerySet[Any]], list[tuple[int, int]]]] = Slot(
+    "quota lines maybe over", filled_by="the allocations app"
+)
+
+
 @dataclass(frozen=True)
 class QuotaLine:
     """One GPU model's quota in a tenant: how much, how much allocations hold, what is left."""
@@ -120,10 +128,20 @@ def quota_lines_for(tenant_ids: Iterable[int]) -> dict[int, list[QuotaLine]]:
 
 def quota_lines_over(tenant_ids: Iterable[int] | QuerySet[Any]) -> list[tuple[int, QuotaLine]]:
     """The quota lines whose allocations hold more than the quota (a quota lowered below what
-    is held), as (tenant id, line), in three queries. Unlike `quota_lines_for` it builds a line
-    only for those: at a thousand tenants the comparison is of plain numbers. Give the tenants
-    as a query of ids (`values("pk")`) when they may be many."""
-    ids: TenantIds = tenant_ids if isinstance(tenant_ids, QuerySet) else list(tenant_ids)
+    is held), as (tenant id, line), in at most four queries. Given a query of tenant ids
+    (`values("pk")`, for when they may be many: an admin's every active tenant), PostgreSQL
+    first picks the lines that may be over (`allocations_over`) and only their tenants are
+    read and compared exactly; a thousand tenants' lines were read and compared here before
+    (15 of the admin's Home's 26 ms in-process). Unlike `quota_lines_for` it builds a line only
+    for those over."""
+    ids: TenantIds
+    if isinstance(tenant_ids, QuerySet):
+        maybe = allocations_over.get()(tenant_ids)
+        if not maybe:
+            return []
+        ids = sorted({tenant_id for tenant_id, _model in maybe})
+    else:
+        ids = list(tenant_ids)
     used = allocations_held.get()(ids, None)
     if not used:
         return []

@@ -10,16 +10,17 @@ class AllocationsConfig(AppConfig):
     def ready(self) -> None:
         from portal.allocations.home import allocations_home_register
         from portal.allocations.ledger import allocations_holding as holding_reader
-        from portal.allocations.ledger import gpu_eq_held_by
+        from portal.allocations.ledger import gpu_eq_held_by, gpu_eq_maybe_over
         from portal.allocations.receivers import allocations_follow_tenant_state
         from portal.allocations.selectors import pending_approvals_count
         from portal.core.navigation import nav_register
-        from tenants.selectors import allocations_held, allocations_holding
+        from tenants.selectors import allocations_held, allocations_holding, allocations_over
         from tenants.signals import tenant_state_changed
 
         allocations_home_register()
         allocations_held.register(gpu_eq_held_by)
         allocations_holding.register(holding_reader)
+        allocations_over.register(gpu_eq_maybe_over)
         # Before the workloads app's receiver (apps are ready in INSTALLED_APPS order): the
         # allocations end first, and their notebooks stop with them.
         tenant_state_changed.connect(allocations_follow_tenant_state, dispatch_uid="allocations")

@@ -9,11 +9,14 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import FloatField, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.expressions import CombinedExpression
+from django.db.models.functions import Cast
 
 from portal.allocations.models import HOLDING_STATES, GpuRequest
 from portal.catalog.gpu_eq import gpu_eq_sums, gpu_eq_sums_query
 from portal.core.prepared import KeptRows
+from tenants.models import Quota
 
 
 def gpu_eq_held_by(
@@ -53,3 +56,40 @@ def allocations_holding(tenant_id: int, gpu_model_id: int) -> list[tuple[int, Fr
         tenant_id=tenant_id, gpu_model_id=gpu_model_id, state__in=HOLDING_STATES
     ).order_by("-starts_at", "-pk")
     return [(gpu_request.pk, gpu_request.gpu_eq) for gpu_request in held]
+
+
+# How far below its quota a float sum of what a line holds may fall and the line still be
+# looked at exactly: a float sum of n GPU-eq is within n * 2**-52 of its own size of the exact
+# sum, so lines of up to a million allocations each are never missed.
+_MARGIN = 1e-9
+
+
+def _as_float(name: str) -> CombinedExpression:
+    return Cast(f"{name}_num", FloatField()) / Cast(f"{name}_den", FloatField())
+
+
+def gpu_eq_maybe_over(tenant_ids: QuerySet[Any]) -> list[tuple[int, int]]:
+    """The (tenant id, GPU model id) quota lines of `tenant_ids` (a query of ids) whose
+    allocations may hold more than the quota, in one query: what is held summed in floating
+    point beside each quota, with a margin that keeps every line over it. A superset: the
+    caller decides exactly. An admin's Home asks this of every active tenant, so PostgreSQL
+    compares the thousands of lines and only the few near or over their quota come back."""
+    held = (
+        GpuRequest.objects.filter(
+            tenant_id=OuterRef("tenant_id"),
+            gpu_model_id=OuterRef("gpu_model_id"),
+            state__in=HOLDING_STATES,
+        )
+        .order_by()
+        .values("tenant_id")
+        .annotate(total=Sum(_as_float("gpu_eq")))
+        .values("total")
+    )
+    lines = (
+        Quota.objects.filter(tenant_id__in=tenant_ids)
+        .order_by()
+        .annotate(held=Subquery(held, output_field=FloatField()))
+        .filter(held__gte=_as_float("gpu_eq") * (1 - _MARGIN))
+        .values_list("tenant_id", "gpu_model_id")
+    )
+    return list(lines)

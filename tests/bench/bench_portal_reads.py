@@ -284,6 +284,22 @@ def table(run: Run, verdicts: dict[str, list[str]]) -> list[str]:
 PLAN_WORDS = ("Seq Scan", "Index", "Sort Method", "Rows Removed", "Filter:")
 
 
+def home_panels(probe: dict[str, Any]) -> list[str]:
+    """Each Home's panels, timed one at a time in-process (tests/bench/probe.py): what a Home
+    is made of, as the table's one line of it cannot show."""
+    lines = []
+    for role, panels in probe.get("home_panels", {}).items():
+        total = sum(p["read_ms"] + p["render_ms"] for p in panels)
+        shown = ", ".join(
+            f"{p['panel']} {p['read_ms'] + p['render_ms']:.1f} ({p['queries']}q)" for p in panels
+        )
+        lines.append(
+            f"Home ({role}) panels, in-process ms (queries) one at a time: {shown}; "
+            f"{total:.1f} ms in all"
+        )
+    return lines
+
+
 def plans(run: Run, count: int = 5) -> list[str]:
     """What the slowest queries do, as evidence of what a miss costs: the top of each plan and
     its scans, sorts and filters (the whole plans are in the JSON)."""
@@ -392,6 +408,7 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
             f"{name} {', '.join(f'{mib:.0f}' for mib in sizes)}" for name, sizes in rss.items()
         ),
         *exports.lines(downloads, month, close),
+        *home_panels(probe),
         *plans(run),
         *[f"missed: {t['target']} ({t['value']})" for t in targets if not t["met"]],
         f"whole benchmark: {time.monotonic() - began:.0f} s",
@@ -417,6 +434,7 @@ def bench_portal_reads(bench_report: Any, bench_say: Callable[[str], None], tmp_
         ],
         "statements_month": month.__dict__,
         "month_close": close.__dict__,
+        "home_panels": probe.get("home_panels", {}),
         "targets": targets,
         "summary": f"{met}/{len(targets)} targets met (reads, exports)",
     }

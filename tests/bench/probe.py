@@ -8,6 +8,7 @@ seeded database: `python -m tests.bench.probe OUT.json` (DATABASE_URL naming tha
 3. Calls each scenario once through Django's test client to warm up, then again under
    `CaptureQueriesContext`: the status, the number of SQL queries and their time, and the
    slowest query with its `EXPLAIN (ANALYZE, BUFFERS)`.
+4. Times each persona's Home panels one at a time (what each costs of the Home).
 Writes all of it as JSON to OUT.json for the benchmark (tests/bench/bench_portal_reads.py).
 """
 
@@ -192,6 +193,55 @@ def _call(scenario: Scenario, personas: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# How often each Home panel is timed in-process (the median is kept).
+PANEL_CALLS = 30
+
+
+def _home_panels(users: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each persona's Home panels, one at a time in-process: the median ms of reading a
+    panel's context and of rendering its template, and its queries. What a Home costs is
+    their sum; the table shows each panel beside the list pages it summarises."""
+    import statistics  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from django.db import connection  # noqa: PLC0415
+    from django.template.loader import render_to_string  # noqa: PLC0415
+    from django.test import RequestFactory  # noqa: PLC0415
+    from django.test.utils import CaptureQueriesContext  # noqa: PLC0415
+
+    from portal.core.home import panels_for  # noqa: PLC0415
+    from portal.core.navigation import persona_of  # noqa: PLC0415
+
+    found: dict[str, list[dict[str, Any]]] = {}
+    for role in ("admin", "lead", "developer"):
+        user = users[role]
+        request = RequestFactory().get("/home/")
+        request.user = user
+        rows = []
+        for panel in panels_for(persona_of(user)):
+            render_to_string(panel.template, panel.context(user), request)  # warm
+            reads, renders = [], []
+            for _ in range(PANEL_CALLS):
+                began = time.perf_counter()
+                context = panel.context(user)
+                read = time.perf_counter()
+                render_to_string(panel.template, context, request)
+                reads.append((read - began) * 1000)
+                renders.append((time.perf_counter() - read) * 1000)
+            with CaptureQueriesContext(connection) as captured:
+                panel.context(user)
+            rows.append(
+                {
+                    "panel": panel.name,
+                    "read_ms": round(statistics.median(reads), 2),
+                    "render_ms": round(statistics.median(renders), 2),
+                    "queries": len(captured.captured_queries),
+                }
+            )
+        found[role] = rows
+    return found
+
+
 def main(out: str) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
     import django  # noqa: PLC0415
@@ -233,6 +283,7 @@ def main(out: str) -> None:
         "personas": personas,
         "scenarios": [asdict(scenario) for scenario in listed],
         "calls": calls,
+        "home_panels": _home_panels(users),
     }
     with open(out, "w", encoding="utf-8") as file:  # noqa: PTH123
         json.dump(result, file, indent=1)

@@ -185,3 +185,35 @@ def test_a_quota_is_over_only_when_more_than_it_is_held_exactly(
         (a100_tenant.pk, Fraction(10, 7), Fraction(3, 2))
     ]
     assert quota_lines_over([tenant_b.pk]) == []
+
+
+def test_a_line_whose_float_sum_falls_short_of_its_quota_is_still_found_over(
+    admin_user, developer, a100_tenant, catalog
+) -> None:
+    """PostgreSQL picks the lines that may be over by a float sum, which for ten tenths is
+    0.9999999999999999: a quota of 1 held by ten tenths is not over, and one held by ten
+    tenths and 10**-17 more is, though its float sum stays 0.9999999999999999, below it."""
+    slice_ = catalog["a100-80gb-mig-1g-10gb"]
+    model = slice_.gpu_model
+    quota_set(actor=admin_user, tenant=a100_tenant, gpu_model=model, gpu_eq=1)
+
+    def hold(numerator: int, denominator: int) -> None:
+        GpuRequest.objects.create(
+            tenant=a100_tenant, requester=developer, offering=slice_, gpu_model=model, count=1,
+            state=RequestState.ACTIVE, gpu_eq_num=numerator, gpu_eq_den=denominator,
+        )  # fmt: skip
+
+    for _ in range(10):
+        hold(1, 10)
+    active = Tenant.objects.filter(state=TenantState.ACTIVE).values("pk")
+    added = 0.0
+    for _ in range(10):
+        added += 1 / 10
+    assert added < 1  # what PostgreSQL's float sum of them makes of it (Python's sum() is exact)
+    assert quota_lines_over(active) == []
+
+    hold(1, 10**17)
+    over = quota_lines_over(active)
+    assert [(tenant_id, line.used) for tenant_id, line in over] == [
+        (a100_tenant.pk, 1 + Fraction(1, 10**17))
+    ]
