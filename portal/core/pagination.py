@@ -171,15 +171,20 @@ def _estimated_or_counted(objects: QuerySet[Any]) -> int:
 
 
 def _union(
-    branches: list[QuerySet[Any]], limit: int, *, every: bool = False
+    branches: list[QuerySet[Any]],
+    limit: int,
+    *,
+    every: bool = False,
+    columns: Sequence[str] = ("pk",),
 ) -> tuple[str, list[Any]]:
-    """The SQL of the ids of the first `limit` rows of each of `branches`, as one UNION (ALL
-    when `every`). Written from each branch's own SQL: Django's `union()` compiles the same
-    queries with as much work again around them, on every page of a lead's lists."""
+    """The SQL of the ids (or `columns`) of the first `limit` rows of each of `branches`, as
+    one UNION (ALL when `every`). Written from each branch's own SQL: Django's `union()`
+    compiles the same queries with as much work again around them, on every page of a lead's
+    lists."""
     parts, params = [], []
     for branch in branches:
         sql, branch_params = (
-            branch.values("pk")[:limit].query.get_compiler(using=branch.db).as_sql()
+            branch.values(*columns)[:limit].query.get_compiler(using=branch.db).as_sql()
         )
         parts.append(f"({sql})")
         params.extend(branch_params)
@@ -196,20 +201,12 @@ def _first_of_union(
     row of a lead's requests page fetched and sorted (a lead of two tenants: 150 -> 50 rows).
     UNION, not UNION ALL: a row of two branches (a lead's own request in a tenant they lead)
     comes once, so the cut keeps `limit` different rows."""
-    names = [field.attname for field, _descending in order]
-    parts, params = [], []
-    for branch in branches:
-        sql, branch_params = (
-            branch.values_list(*names)[:limit].query.get_compiler(using=branch.db).as_sql()
-        )
-        parts.append(f"({sql})")
-        params.extend(branch_params)
+    union, params = _union(branches, limit, columns=[field.attname for field, _descending in order])
     columns = [f"c{index}" for index in range(len(order))]
     ordered = ", ".join(
         f"{column} {'DESC' if descending else 'ASC'}"
         for column, (_field, descending) in zip(columns, order, strict=True)
     )
-    union = " UNION ".join(parts)
     # Django's compiled queries and the order's own column names; every value is a parameter.
     sql = (
         f"SELECT {columns[-1]} FROM ({union}) AS branched ({', '.join(columns)})"  # noqa: S608
