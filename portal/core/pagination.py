@@ -224,13 +224,13 @@ def first_rows[M: models.Model](rows: QuerySet[M], number: int) -> QuerySet[M]:
     if branches is None or not rows.ordered:
         return rows
     order: Sequence[Any] = rows.query.order_by or rows.model._meta.ordering or ()
+    ordered = [branch.order_by(*order) for branch in branches]
     keyset = _order_fields(rows)
-    if keyset is None:
-        union, params = _union([branch.order_by(*order) for branch in branches], number, every=True)
-    else:
-        union, params = _first_of_union(
-            [branch.order_by(*order) for branch in branches], keyset, number
-        )
+    union, params = (
+        _union(ordered, number, every=True)
+        if keyset is None
+        else _first_of_union(ordered, keyset, number)
+    )
     # `= ANY(ARRAY(...))` rather than `IN (...)`: the ids are then a value computed first, not
     # a join that PostgreSQL plans with the list's own joins (planning 4.6 -> 1.3 ms).
     quote = connection.ops.quote_name
