@@ -82,6 +82,7 @@ api_v1 = [
 urlpatterns = [
     path("", core_views.start, name="start"),
     path("home/", core_views.home, name="home"),
+    path("home/panels/<slug:name>/", core_views.home_panel, name="home-panel"),
     path("healthz", core_views.healthz, name="healthz"),
     path("readyz", core_views.readyz, name="readyz"),
     path("metrics", core_views.metrics, name="metrics"),

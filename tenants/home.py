@@ -4,6 +4,8 @@ what allocations hold of it, and the tenants that need an admin's attention."""
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
 from portal.accounts.models import User
 from portal.core.home import HOME_LED_TENANTS, HOME_ROWS, home_register
 from tenants.access import tenants_led_first
@@ -73,6 +75,7 @@ def tenants_home_register() -> None:
         "quota-burn",
         {"lead"},
         position=12,
+        title=_("Quota per GPU model"),
         template="tenants/_home_quota.html",
         context=quota_burn_context,
     )
@@ -80,6 +83,7 @@ def tenants_home_register() -> None:
         "attention",
         {"admin"},
         position=10,
+        title=_("Tenants needing attention"),
         template="tenants/_home_attention.html",
         context=attention_context,
     )

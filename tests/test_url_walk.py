@@ -32,6 +32,8 @@ PERSONAS = ("anonymous", "developer", "lead", "outsider", "finance_user", "admin
 ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "start": ("get", "", (302, 302, 302, 302, 302, 302)),
     "home": ("get", "", (302, 200, 200, 200, 200, 200)),
+    # A panel of the Home: only for the personas whose Home shows it (a member's own notebooks).
+    "home-panel": ("get", "home_panel", (302, 200, 200, 200, 404, 404)),
     "healthz": ("get", "", (200, 200, 200, 200, 200, 200)),
     "readyz": ("get", "", (200, 200, 200, 200, 200, 200)),
     "metrics": ("get", "", (200, 200, 200, 200, 200, 200)),
@@ -278,6 +280,7 @@ def walk_kwargs(
         "cluster": {"name": cluster.name},
         "page_request": {"pk": page_request.pk, "action": "approve"},
         "": {},
+        "home_panel": {"name": "my-notebooks"},
         "gpu_request": {"pk": pending.pk},
         "extension": {"pk": extension.pk},
         "page_extension": {"pk": page_extension.pk, "action": "approve"},

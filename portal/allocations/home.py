@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
@@ -131,6 +132,7 @@ def allocations_home_register() -> None:
         "approvals",
         {"lead"},
         position=10,
+        title=_("Waiting for your approval"),
         template="allocations/_home_approvals.html",
         context=approvals_context,
     )
@@ -138,6 +140,7 @@ def allocations_home_register() -> None:
         "my-allocations",
         {"developer", "lead"},
         position=20,
+        title=_("My allocations"),
         template="allocations/_home_allocations.html",
         context=my_allocations_context,
     )

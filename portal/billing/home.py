@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.billing.budgets import BudgetStatus, budget_status
@@ -96,6 +97,7 @@ def billing_home_register() -> None:
         "spend",
         {"finance"},
         position=10,
+        title=_("Spend this month so far"),
         template="billing/_home_spend.html",
         context=spend_context,
     )
@@ -103,6 +105,7 @@ def billing_home_register() -> None:
         "budgets",
         {"lead"},
         position=13,
+        title=_("Budgets this month"),
         template="billing/_home_budgets.html",
         context=budgets_context,
     )
@@ -110,6 +113,7 @@ def billing_home_register() -> None:
         "my-cost",
         {"developer", "lead"},
         position=31,
+        title=_("My cost this month"),
         template="billing/_home_cost.html",
         context=my_cost_context,
     )

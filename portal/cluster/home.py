@@ -8,6 +8,7 @@ from fractions import Fraction
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.cluster.models import RunKind, RunState
@@ -78,6 +79,7 @@ def cluster_home_register() -> None:
         "capacity",
         {"admin"},
         position=20,
+        title=_("Capacity per GPU model"),
         template="cluster/_home_capacity.html",
         context=capacity_context,
     )
@@ -85,6 +87,7 @@ def cluster_home_register() -> None:
         "runs",
         {"admin"},
         position=15,
+        title=_("Provisioning"),
         template="cluster/_home_runs.html",
         context=runs_context,
     )

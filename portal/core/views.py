@@ -4,6 +4,7 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooMany
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template import loader
+from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -12,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from portal.core import cells
 from portal.core.filters import AuditEventFilter
 from portal.core.health import readiness_problems
-from portal.core.home import home_panels_render
+from portal.core.home import home_panel_render, panel_for, panels_for
 from portal.core.http import AuthenticatedHttpRequest, envelope_json
 from portal.core.metrics import metrics_allowed
 from portal.core.middleware import is_api_request
@@ -63,10 +64,26 @@ def start(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def home(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """Every persona's home: the panels the apps registered for the user's persona."""
-    persona = persona_of(request.user)
-    panels = home_panels_render(request, request.user, persona)
-    return render(request, "core/home.html", {"panels": panels})
+    """Every persona's home: the title of each panel the apps registered for the user's
+    persona, each loaded on its own by `home_panel` (`portal.core.home`)."""
+    return render(request, "core/home.html", {"panels": panels_for(persona_of(request.user))})
+
+
+@login_required
+def home_panel(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
+    """One panel of the user's Home: to htmx the card that takes its place on the Home, and
+    without JavaScript a page of its own. Another persona's panel is not found."""
+    panel = panel_for(persona_of(request.user), name)
+    if panel is None:
+        raise Http404
+    rendered = home_panel_render(request, request.user, panel)
+    if request.htmx:
+        response = render(request, "core/home.html#panel", {"panel": rendered})
+    else:
+        response = render(request, "core/home.html", {"panels": [rendered], "one_panel": True})
+    # The same URL answers a fragment or a page: a cache must tell them apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 # Django's error handlers. Under /api/ they answer the JSON error envelope (a route that does not

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.core.home import HOME_ROWS, home_register
@@ -39,6 +40,7 @@ def directory_home_register() -> None:
         "directory",
         {"admin"},
         position=25,
+        title=_("Keycloak changes"),
         template="directory/_home_changes.html",
         context=stuck_changes_context,
     )

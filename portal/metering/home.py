@@ -4,6 +4,8 @@ and the allocations a lead's tenants hold and barely use."""
 from datetime import UTC, datetime
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
 from portal.accounts.models import User
 from portal.core.home import HOME_LED_TENANTS, HOME_ROWS, home_register
 from portal.metering.idle import DEFAULT_HOURS, DEFAULT_THRESHOLD, IdleAllocation, idle_allocations
@@ -45,6 +47,7 @@ def metering_home_register() -> None:
         "my-usage",
         {"developer", "lead"},
         position=30,
+        title=_("My usage this month"),
         template="metering/_home_usage.html",
         context=my_usage_context,
     )
@@ -52,6 +55,7 @@ def metering_home_register() -> None:
         "idle",
         {"lead"},
         position=14,
+        title=_("Idle allocations"),
         template="metering/_home_idle.html",
         context=idle_context,
     )

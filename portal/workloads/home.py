@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.core.home import HOME_ROWS, home_register
@@ -72,6 +73,7 @@ def workloads_home_register() -> None:
         "my-notebooks",
         {"developer", "lead"},
         position=15,
+        title=_("My notebooks"),
         template="workloads/_home_notebooks.html",
         context=my_notebooks_context,
     )

@@ -167,8 +167,10 @@ def _target(scenario: dict[str, Any], personas: dict[str, Any], port: int) -> lo
     headers: tuple[tuple[str, str], ...] = ()
     if scenario["kind"] == "api":
         headers = (("Authorization", f"Bearer {personas[scenario['persona']]['token']}"),)
-    elif scenario["kind"] == "page":
+    elif scenario["kind"] in ("page", "panel"):
         headers = (("Cookie", f"sessionid={personas[scenario['persona']]['session']}"),)
+        if scenario["kind"] == "panel":
+            headers += (("HX-Request", "true"),)
     return load.Target(port=port, path=scenario["path"], headers=headers)
 
 

@@ -25,7 +25,9 @@ from typing import Any
 class Scenario:
     name: str
     persona: str  # "admin", "lead", "developer", "finance", or "" for no credentials
-    kind: str  # "api" (token), "page" (session cookie), "health" (none)
+    # "api" (token), "page" (session cookie), "panel" (session cookie, as htmx asks: a Home's
+    # panel), "health" (none)
+    kind: str
     path: str
     # What a deep page is compared with for a constant number of queries (its page 1).
     first_page_of: str = ""
@@ -52,6 +54,7 @@ def scenarios(
     request_id: int,
     closed_month: str,
     year_ago: str,
+    home_panel_names: dict[str, list[str]],
 ) -> list[Scenario]:
     rows = [Scenario("/healthz", "", "health", "/healthz")]
     for persona in ("admin", "lead", "developer"):
@@ -90,6 +93,13 @@ def scenarios(
         *[
             Scenario(f"page Home ({persona})", persona, "page", "/home/")
             for persona in ("admin", "lead", "developer")
+        ],
+        # What each Home loads after it, a panel at a time: the admin's and the lead's (a
+        # developer's four are the lead's last four, the same code on their own rows).
+        *[
+            Scenario(f"panel {name} ({persona})", persona, "panel", f"/home/panels/{name}/")
+            for persona, names in home_panel_names.items()
+            for name in names
         ],
         Scenario("page My requests (developer)", "developer", "page", "/requests/"),
         Scenario("page Notebooks (developer)", "developer", "page", "/notebooks/"),
@@ -176,7 +186,9 @@ def _call(scenario: Scenario, personas: dict[str, Any]) -> dict[str, Any]:
     headers: dict[str, str] = {}
     if scenario.kind == "api":
         headers["Authorization"] = f"Bearer {personas[scenario.persona]['token']}"
-    elif scenario.kind == "page":
+    elif scenario.kind in ("page", "panel"):
+        if scenario.kind == "panel":
+            headers["HX-Request"] = "true"
         client.cookies[settings.SESSION_COOKIE_NAME] = personas[scenario.persona]["session"]
     client.get(scenario.path, headers=headers)  # warm: first-call caches are not the point
     with CaptureQueriesContext(connection) as captured:
@@ -252,6 +264,8 @@ def main(out: str) -> None:
     from portal.accounts.models import User  # noqa: PLC0415
     from portal.allocations.selectors import gpu_requests_for  # noqa: PLC0415
     from portal.billing.models import Period, PeriodState  # noqa: PLC0415
+    from portal.core.home import panels_for  # noqa: PLC0415
+    from portal.core.navigation import persona_of  # noqa: PLC0415
     from portal.core.selectors import audit_events_for  # noqa: PLC0415
     from tests.bench import scale  # noqa: PLC0415
 
@@ -274,8 +288,18 @@ def main(out: str) -> None:
     closed = Period.objects.filter(state=PeriodState.CLOSED).order_by("-month").first()
     assert closed is not None, "this data set has no closed month"
     year_ago = (datetime.now(UTC).date() - timedelta(days=365)).isoformat()
+    panel_names = {
+        role: [panel.name for panel in panels_for(persona_of(users[role]))]
+        for role in ("admin", "lead")
+    }
     listed = scenarios(
-        personas, deep, scale.tenant_slug(0), newest.pk, f"{closed.month:%Y-%m}", year_ago
+        personas,
+        deep,
+        scale.tenant_slug(0),
+        newest.pk,
+        f"{closed.month:%Y-%m}",
+        year_ago,
+        panel_names,
     )
     calls = {scenario.name: _call(scenario, personas) for scenario in listed}
     result = {

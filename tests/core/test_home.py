@@ -7,6 +7,7 @@ reads here (capacity rollups, provisioning runs, Keycloak changes, a closed mont
 are written as the code that owns them would leave them.
 """
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -29,7 +30,7 @@ from portal.catalog.models import Offering
 from portal.cluster.models import Cluster, OfferingCapacity, ProvisioningRun, RunKind, RunState
 from portal.cluster.services import cluster_create
 from portal.core.home import home_panels, panels_for
-from portal.core.navigation import navigation_for
+from portal.core.navigation import navigation_for, persona_of
 from portal.directory.models import ChangeKind, ChangeState, DirectoryChange
 from portal.metering.collection import hour_floor, metering_begin, window_collect
 from portal.workloads.models import Notebook
@@ -47,8 +48,17 @@ from tests.metering.test_api import FakeSource
 
 WHOLE = "a100-80gb-whole"
 HOME = "/home/"
-# The most queries any persona's home may run, on a few rows or on many.
-MAX_QUERIES = {"developer": 22, "lead": 56, "finance": 10, "admin": 16}
+# The most queries the Home page may run, and each of its panels loaded (its session, user and
+# roles included), on a few rows or on many. The first panel a persona loads reads the catalog
+# (offerings and GPU models, then kept for the process): two queries more.
+MAX_PAGE_QUERIES = 4
+MAX_PANEL_QUERIES = {
+    "my-notebooks": 9, "my-allocations": 5, "my-usage": 4, "my-cost": 7, "approvals": 9,
+    "quota-burn": 6, "idle": 6, "spend": 8, "attention": 4, "runs": 6, "capacity": 3,
+    "directory": 4,
+    # Three queries for each of the first five budgets (`budgets_context`).
+    "budgets": 19,
+}  # fmt: skip
 
 
 @dataclass
@@ -185,9 +195,22 @@ def world(
 
 
 def home(client: Client) -> str:
+    """The Home as a browser with JavaScript shows it: the page, then each panel it names
+    loaded as htmx loads it, in its place."""
     response = client.get(HOME)
     assert response.status_code == 200
-    return response.content.decode()
+    page = response.content.decode()
+    for name in re.findall(r'hx-get="/home/panels/([a-z-]+)/"', page):
+        loaded = client.get(f"/home/panels/{name}/", headers={"HX-Request": "true"})
+        assert loaded.status_code == 200, name
+        fragment = loaded.content.decode()
+        assert fragment.startswith(
+            f'<section class="card home-panel" data-testid="home-panel-{name}">'
+        )
+        start = page.index(f'<section class="card home-panel" data-testid="home-panel-{name}" ')
+        end = page.index("</section>", start) + len("</section>")
+        page = page[:start] + fragment + page[end:]
+    return page
 
 
 # Where people land
@@ -388,6 +411,63 @@ def test_a_developer_sees_only_their_own_work(client_for, outsider, world: World
     assert "home-usage-vision" not in page
 
 
+def test_a_panel_of_another_persona_or_of_none_is_not_found(
+    client, client_for, developer, finance_user, world: World
+) -> None:
+    for user, name in ((developer, "approvals"), (developer, "attention"), (finance_user, "idle")):
+        for headers in ({}, {"HX-Request": "true"}):
+            response = client_for(user).get(f"/home/panels/{name}/", headers=headers)
+            assert response.status_code == 404, (user.username, name)
+    assert client_for(developer).get("/home/panels/no-such-panel/").status_code == 404
+    anonymous = client.get("/home/panels/my-notebooks/")
+    assert anonymous.status_code == 302
+    assert anonymous["Location"].startswith("/accounts/login/")
+
+
+# The page, and each panel loaded on its own
+
+
+def test_the_home_names_each_panel_and_leaves_its_rows_to_the_panel(
+    client_for, developer, world: World
+) -> None:
+    response = client_for(developer).get(HOME)
+    page = response.content.decode()
+    for name, title in (("my-notebooks", "My notebooks"), ("my-cost", "My cost this month")):
+        assert f'hx-get="/home/panels/{name}/" hx-trigger="load" hx-swap="outerHTML"' in page
+        assert f'<h2 id="home-title-{name}">{title}</h2>' in page
+        assert f'<a href="/home/panels/{name}/" data-testid="home-show-{name}">' in page
+    assert f"home-notebook-{world.notebook.pk}" not in page
+
+
+def test_a_panel_loaded_by_htmx_is_its_card_alone(client_for, developer, world: World) -> None:
+    response = client_for(developer).get(
+        "/home/panels/my-notebooks/", headers={"HX-Request": "true"}
+    )
+    fragment = response.content.decode()
+    assert fragment.startswith(
+        '<section class="card home-panel" data-testid="home-panel-my-notebooks">'
+    )
+    assert fragment.rstrip().endswith("</section>")
+    assert f'data-testid="home-notebook-{world.notebook.pk}"' in fragment
+    assert "<html" not in fragment
+    assert "hx-get" not in fragment  # loaded once, not again
+    assert "HX-Request" in response["Vary"]
+
+
+def test_without_javascript_a_panel_opens_on_a_page_of_its_own(
+    client_for, developer, world: World
+) -> None:
+    response = client_for(developer).get("/home/panels/my-notebooks/")
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "<html" in page
+    assert 'data-testid="home-heading"' in page
+    assert '<a href="/home/" data-testid="home-back">Back to Home</a>' in page
+    assert f'data-testid="home-notebook-{world.notebook.pk}"' in page
+    assert "home-panel-my-cost" not in page
+    assert "HX-Request" in response["Vary"]
+
+
 # Empty states say what to do next
 
 
@@ -413,21 +493,13 @@ def test_empty_homes_say_what_to_do_next(
     assert "No stuck changes" in admin_page
 
 
-# A bounded number of queries whatever the data size
+# A bounded number of queries whatever the data size: the page, and each panel it loads
 
 
 @pytest.mark.parametrize("extra", [0, 8])
-@pytest.mark.parametrize(
-    ("persona", "bound"),
-    [
-        ("developer", MAX_QUERIES["developer"]),
-        ("lead", MAX_QUERIES["lead"]),
-        ("finance_user", MAX_QUERIES["finance"]),
-        ("admin_user", MAX_QUERIES["admin"]),
-    ],
-)
-def test_every_home_runs_a_bounded_number_of_queries(
-    request, client_for, django_assert_max_num_queries, settings, persona, bound, extra,
+@pytest.mark.parametrize("persona", ["developer", "lead", "finance_user", "admin_user"])
+def test_every_home_and_each_of_its_panels_run_a_bounded_number_of_queries(
+    request, client_for, django_assert_max_num_queries, settings, persona, extra,
     a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog,
 ) -> None:  # fmt: skip
     settings.KEYCLOAK_SYNC = True
@@ -435,35 +507,47 @@ def test_every_home_runs_a_bounded_number_of_queries(
         extra=extra, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
         outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
     )  # fmt: skip
-    client = client_for(request.getfixturevalue(persona))
-    with django_assert_max_num_queries(bound):
+    user = request.getfixturevalue(persona)
+    client = client_for(user)
+    with django_assert_max_num_queries(MAX_PAGE_QUERIES):
         response = client.get(HOME)
     assert response.status_code == 200
+    for panel in panels_for(persona_of(user)):
+        with django_assert_max_num_queries(MAX_PANEL_QUERIES[panel.name]):
+            loaded = client.get(f"/home/panels/{panel.name}/", headers={"HX-Request": "true"})
+        assert loaded.status_code == 200, panel.name
 
 
 def test_a_lead_of_many_tenants_is_shown_their_first_tenants_without_a_budget(
     client_for, lead, finance_user
 ) -> None:
-    """The lead's panels read the tenants they lead once (the first by slug, enough for each
-    panel's rows, its "more" and the tenants without a budget beside up to five with one)."""
+    """Each of the lead's panels reads the tenants they lead at most once (the first by slug,
+    enough for the panel's rows, its "more" and the tenants without a budget beside up to
+    five with one)."""
     for number in range(12):
         lab = tenant_create(actor=None, slug=f"lab-{number:02d}", name=f"Lab {number}")
         membership_set(actor=None, tenant=lab, user=lead, role=MemberRole.LEAD)
         if number in (0, 1, 2, 3, 5):
             budget_set(actor=finance_user, tenant=lab, unit="money", amount="10", currency="EUR")
+    client = client_for(lead)
 
-    with CaptureQueriesContext(connection) as queries:
-        page = home(client_for(lead))
+    reads = {}
+    for panel in panels_for("lead"):
+        with CaptureQueriesContext(connection) as queries:
+            loaded = client.get(f"/home/panels/{panel.name}/", headers={"HX-Request": "true"})
+        assert loaded.status_code == 200
+        reads[panel.name] = [
+            query["sql"]
+            for query in queries.captured_queries
+            if query["sql"].startswith('SELECT "tenants_tenant"."id"') and "'lead'" in query["sql"]
+        ]
 
+    page = home(client)
     # Five budgets in lab-00 to lab-05: the first five without one run to the tenth tenant.
     assert "No budget: lab-04, lab-06, lab-07, lab-08, lab-09</p>" in page
     assert 'data-testid="home-budget-lab-05"' in page
-    led_reads = [
-        query["sql"]
-        for query in queries.captured_queries
-        if query["sql"].startswith('SELECT "tenants_tenant"."id"') and "'lead'" in query["sql"]
-    ]
-    assert len(led_reads) == 1, led_reads
+    assert all(len(found) <= 1 for found in reads.values()), reads
+    assert len(reads["budgets"]) == 1
 
 
 def test_the_tenants_a_lead_leads_are_read_once_and_again_after_a_membership_changes(

@@ -5,7 +5,7 @@ import re
 
 import pytest
 from django.utils import translation
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.core.test_home import World, build_world
 from tests.e2e.console import console_problems
@@ -95,3 +95,28 @@ def test_a_developer_launches_again_from_home_into_the_filled_in_form(
     expect(page).to_have_url(re.compile(r"/notebooks/new/\?tenant=vision&"))
     expect(page.get_by_label("Tenant")).to_have_value("vision")
     expect(page.get_by_label("Image")).to_have_value("minimal-python")
+
+
+def test_without_javascript_each_panel_opens_on_a_page_of_its_own(
+    live_server, browser: Browser,
+    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog,
+) -> None:  # fmt: skip
+    world = build_world(
+        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
+        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
+    )  # fmt: skip
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    try:
+        sign_in(page, live_server.url, "dev")
+        expect(page).to_have_url(re.compile(r"/home/$"))
+        # The Home names each panel; nothing loads it, so its link opens it.
+        expect(page.get_by_test_id("home-panel-my-notebooks")).to_contain_text("My notebooks")
+        expect(page.get_by_test_id(f"home-notebook-{world.notebook.pk}")).to_have_count(0)
+        page.get_by_test_id("home-show-my-notebooks").click()
+        expect(page).to_have_url(re.compile(r"/home/panels/my-notebooks/$"))
+        expect(page.get_by_test_id(f"home-notebook-{world.notebook.pk}")).to_be_visible()
+        page.get_by_test_id("home-back").click()
+        expect(page).to_have_url(re.compile(r"/home/$"))
+    finally:
+        context.close()
