@@ -33,8 +33,9 @@ from portal.core.home import home_panels, panels_for
 from portal.core.navigation import navigation_for, persona_of
 from portal.directory.models import ChangeKind, ChangeState, DirectoryChange
 from portal.metering.collection import hour_floor, metering_begin, window_collect
-from portal.workloads.models import Notebook
-from portal.workloads.services import notebook_launch
+from portal.workloads.home import RECENT_NOTEBOOKS
+from portal.workloads.models import Notebook, NotebookState
+from portal.workloads.services import notebook_delete, notebook_launch
 from tenants.access import tenants_led_first
 from tenants.models import MemberRole, Tenant
 from tenants.services import (
@@ -53,7 +54,7 @@ HOME = "/home/"
 # (offerings and GPU models, then kept for the process): two queries more.
 MAX_PAGE_QUERIES = 4
 MAX_PANEL_QUERIES = {
-    "my-notebooks": 9, "my-allocations": 5, "my-usage": 4, "my-cost": 7, "approvals": 9,
+    "my-notebooks": 9, "my-allocations": 7, "my-usage": 4, "my-cost": 7, "approvals": 9,
     "quota-burn": 6, "idle": 6, "spend": 8, "attention": 4, "runs": 6, "capacity": 3,
     "directory": 4,
     # Three queries for each of the first five budgets (`budgets_context`).
@@ -382,6 +383,36 @@ def test_an_admin_sees_a_tenant_over_its_quota(client_for, admin_user, world: Wo
     )  # fmt: skip
     page = home(client_for(admin_user))
     assert 'data-testid="home-over-quota-nlp"' in page
+
+
+def test_a_developer_whose_latest_notebooks_are_deleted_still_sees_their_older_live_one(
+    client_for, developer, a100_tenant, catalog
+) -> None:
+    """The panel reads the latest notebooks once for its rows and "launch again"; when deleted
+    ones fill that read, the live ones are read on their own."""
+    cluster_create(actor=None, name="gpu-1")
+    slice_ = catalog["a100-80gb-mig-1g-10gb"]
+    live = notebook_launch(
+        actor=developer,
+        allocation_id=_approved(developer, a100_tenant, slice_).pk,
+        image="minimal-python",
+    )
+    for _ in range(RECENT_NOTEBOOKS):
+        gone = notebook_launch(
+            actor=developer,
+            allocation_id=_approved(developer, a100_tenant, slice_).pk,
+            image="minimal-python",
+        )
+        notebook_delete(actor=developer, notebook=gone, keep_workspace=False)
+    # As their provisioning runs leave them once the cluster has removed them.
+    Notebook.objects.filter(state=NotebookState.DELETING).update(state=NotebookState.DELETED)
+    assert Notebook.objects.filter(state=NotebookState.DELETED).count() == RECENT_NOTEBOOKS
+
+    page = home(client_for(developer))
+
+    assert f'data-testid="home-notebook-{live.pk}"' in page
+    assert '<small data-testid="notebook-count">1</small>' in page
+    assert page.count('data-testid="home-notebook-') == 1
 
 
 # Outsiders
