@@ -1,6 +1,7 @@
 // The site shell's small behaviours, loaded with `defer` on every page (no inline script: CSP).
 // - After a refused form (htmx swapped a 400/409/422 answer in place, or a full page came back
 //   with errors), focus moves to the first field in error, or to the form's error message.
+// - A Home panel that could not be loaded says so (its link still opens it).
 // - The navigation's group menus (<details>) close when another opens, on Escape and on a click
 //   elsewhere; without this script they still open and close.
 (function () {
@@ -30,6 +31,21 @@
       focusFirstError(document);
     }
   });
+
+  // A Home panel that htmx could not load keeps its title and link; say that it failed.
+  function panelFailed(event) {
+    var panel = event.target;
+    if (!(panel instanceof Element) || !panel.matches(".home-panel[aria-busy]")) {
+      return;
+    }
+    panel.setAttribute("aria-busy", "false");
+    var note = panel.querySelector("[data-panel-failed]");
+    if (note) {
+      note.hidden = false;
+    }
+  }
+  document.addEventListener("htmx:responseError", panelFailed);
+  document.addEventListener("htmx:sendError", panelFailed);
 
   document.addEventListener("DOMContentLoaded", function () {
     if (document.querySelector("main [aria-invalid=\"true\"], main .form-error[role=alert]")) {

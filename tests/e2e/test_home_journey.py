@@ -120,3 +120,27 @@ def test_without_javascript_each_panel_opens_on_a_page_of_its_own(
         expect(page).to_have_url(re.compile(r"/home/$"))
     finally:
         context.close()
+
+
+def test_a_panel_that_fails_to_load_says_so_and_leaves_the_others(
+    live_server, page: Page,
+    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog,
+) -> None:  # fmt: skip
+    world = build_world(
+        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
+        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
+    )  # fmt: skip
+    # The server's answer to one panel is lost on the way (at the network edge, in the browser).
+    page.route("**/home/panels/my-cost/", lambda route: route.fulfill(status=502, body="down"))
+
+    sign_in(page, live_server.url, "dev")
+
+    expect(page.get_by_test_id(f"home-notebook-{world.notebook.pk}")).to_be_visible()
+    failed = page.get_by_test_id("home-failed-my-cost")
+    expect(failed).to_be_visible()
+    expect(failed).to_have_text(
+        "This panel could not be loaded. Its link opens it on a page of its own."
+    )
+    expect(page.get_by_test_id("home-panel-my-cost")).to_have_attribute("aria-busy", "false")
+    expect(page.get_by_test_id("home-show-my-cost")).to_be_visible()
+    expect(page.get_by_test_id("home-failed-my-notebooks")).to_have_count(0)
