@@ -13,6 +13,18 @@ from tests.e2e.test_tenant_admin_journey import sign_in
 
 pytestmark = pytest.mark.browser
 
+
+@pytest.fixture(name="world")
+def home_world(
+    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog
+) -> World:
+    """The homes' data, as their tests make it (`tests/core/test_home.py`)."""
+    return build_world(
+        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
+        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
+    )  # fmt: skip
+
+
 PANELS = {
     "dev": ["my-notebooks", "my-allocations", "my-usage", "my-cost"],
     "lead": [
@@ -41,13 +53,8 @@ def _chinese(text: str) -> str:
 
 @pytest.mark.parametrize("username", ["dev", "lead", "finance", "admin"])
 def test_each_persona_lands_on_a_home_with_its_panels_in_english_and_chinese(
-    live_server, page: Page, username: str,
-    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog,
-) -> None:  # fmt: skip
-    world = build_world(
-        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
-        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
-    )  # fmt: skip
+    live_server, page: Page, username: str, world: World
+) -> None:
     problems = console_problems(page)
 
     sign_in(page, live_server.url, username)
@@ -81,13 +88,8 @@ def test_each_persona_lands_on_a_home_with_its_panels_in_english_and_chinese(
 
 
 def test_a_developer_launches_again_from_home_into_the_filled_in_form(
-    live_server, page: Page,
-    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog,
-) -> None:  # fmt: skip
-    world = build_world(
-        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
-        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
-    )  # fmt: skip
+    live_server, page: Page, world: World
+) -> None:
     sign_in(page, live_server.url, "dev")
 
     page.get_by_test_id(f"launch-again-{world.notebook.pk}").click()
@@ -98,13 +100,8 @@ def test_a_developer_launches_again_from_home_into_the_filled_in_form(
 
 
 def test_without_javascript_each_panel_opens_on_a_page_of_its_own(
-    live_server, browser: Browser,
-    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog,
-) -> None:  # fmt: skip
-    world = build_world(
-        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
-        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
-    )  # fmt: skip
+    live_server, browser: Browser, world: World
+) -> None:
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     try:
@@ -123,13 +120,8 @@ def test_without_javascript_each_panel_opens_on_a_page_of_its_own(
 
 
 def test_a_panel_that_fails_to_load_says_so_and_leaves_the_others(
-    live_server, page: Page,
-    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog,
-) -> None:  # fmt: skip
-    world = build_world(
-        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
-        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
-    )  # fmt: skip
+    live_server, page: Page, world: World
+) -> None:
     # The server's answer to one panel is lost on the way (at the network edge, in the browser).
     page.route("**/home/panels/my-cost/", lambda route: route.fulfill(status=502, body="down"))
 
