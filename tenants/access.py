@@ -186,9 +186,9 @@ def tenants_led_by(user: User) -> QuerySet[Tenant]:
 
 
 def tenants_led_first(user: User, count: int) -> list[Tenant]:
-    """The first `count` tenants `user` leads, by slug: read once for the several panels of a
-    lead's home that each show a few of them, and kept on the user object as their roles are
-    (read again for more than were read, or after a membership changed)."""
+    """The first `count` tenants `user` leads, by slug, for the panels of a lead's home that
+    each show a few of them: kept on the user object as their roles are (read again for more
+    than were read, or after a membership changed), so a request reads them once."""
     cached = user.__dict__.get("_portal_led_first")
     if cached is not None and cached[0] == _membership_generation and cached[1] >= count:
         first: list[Tenant] = cached[2][:count]

@@ -32,9 +32,9 @@ if TYPE_CHECKING:
 
 # How many rows (and tenants) a panel shows at most; the panel links to the full page.
 HOME_ROWS = 5
-# How many of the tenants a lead leads their panels read (once, `tenants_led_first`): a panel's
-# HOME_ROWS and one to tell there are more, or the HOME_ROWS without a budget beside up to
-# HOME_ROWS with one.
+# How many of the tenants a lead leads their panels read (`tenants_led_first`, at most once a
+# request): a panel's HOME_ROWS and one to tell there are more, or the HOME_ROWS without a
+# budget beside up to HOME_ROWS with one.
 HOME_LED_TENANTS = 2 * HOME_ROWS + 1
 
 
