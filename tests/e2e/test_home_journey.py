@@ -7,22 +7,11 @@ import pytest
 from django.utils import translation
 from playwright.sync_api import Browser, Page, expect
 
-from tests.core.test_home import World, build_world
+from tests.core.test_home import World, world  # noqa: F401  (the homes' data, a fixture)
 from tests.e2e.console import console_problems
 from tests.e2e.test_tenant_admin_journey import sign_in
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(name="world")
-def home_world(
-    a100_tenant, tenant_b, developer, lead, outsider, finance_user, admin_user, catalog
-) -> World:
-    """The homes' data, as their tests make it (`tests/core/test_home.py`)."""
-    return build_world(
-        extra=0, tenant=a100_tenant, tenant_b=tenant_b, developer=developer, lead=lead,
-        outsider=outsider, finance=finance_user, admin=admin_user, catalog=catalog,
-    )  # fmt: skip
 
 
 PANELS = {
@@ -36,13 +25,13 @@ PANELS = {
 }  # fmt: skip
 
 
-def _rows(world: World) -> dict[str, list[str]]:
+def _rows(data: World) -> dict[str, list[str]]:
     """A row each persona's home shows from the data."""
     return {
-        "dev": [f"home-notebook-{world.notebook.pk}", f"home-allocation-{world.pending.pk}"],
-        "lead": [f"home-pending-request-{world.pending.pk}", "home-quota-vision-a100-80gb"],
+        "dev": [f"home-notebook-{data.notebook.pk}", f"home-allocation-{data.pending.pk}"],
+        "lead": [f"home-pending-request-{data.pending.pk}", "home-quota-vision-a100-80gb"],
         "finance": ["home-spend-vision", "home-spend-nlp"],
-        "admin": [f"home-failed-run-{world.failed_run.pk}", "home-suspended-old-lab"],
+        "admin": [f"home-failed-run-{data.failed_run.pk}", "home-suspended-old-lab"],
     }
 
 
@@ -53,7 +42,10 @@ def _chinese(text: str) -> str:
 
 @pytest.mark.parametrize("username", ["dev", "lead", "finance", "admin"])
 def test_each_persona_lands_on_a_home_with_its_panels_in_english_and_chinese(
-    live_server, page: Page, username: str, world: World
+    live_server,
+    page: Page,
+    username: str,
+    world: World,  # noqa: F811
 ) -> None:
     problems = console_problems(page)
 
@@ -88,7 +80,9 @@ def test_each_persona_lands_on_a_home_with_its_panels_in_english_and_chinese(
 
 
 def test_a_developer_launches_again_from_home_into_the_filled_in_form(
-    live_server, page: Page, world: World
+    live_server,
+    page: Page,
+    world: World,  # noqa: F811
 ) -> None:
     sign_in(page, live_server.url, "dev")
 
@@ -100,7 +94,9 @@ def test_a_developer_launches_again_from_home_into_the_filled_in_form(
 
 
 def test_without_javascript_each_panel_opens_on_a_page_of_its_own(
-    live_server, browser: Browser, world: World
+    live_server,
+    browser: Browser,
+    world: World,  # noqa: F811
 ) -> None:
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
@@ -120,7 +116,9 @@ def test_without_javascript_each_panel_opens_on_a_page_of_its_own(
 
 
 def test_a_panel_that_fails_to_load_says_so_and_leaves_the_others(
-    live_server, page: Page, world: World
+    live_server,
+    page: Page,
+    world: World,  # noqa: F811
 ) -> None:
     # The server's answer to one panel is lost on the way (at the network edge, in the browser).
     page.route("**/home/panels/my-cost/", lambda route: route.fulfill(status=502, body="down"))
