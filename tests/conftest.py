@@ -26,6 +26,7 @@ from portal.accounts.models import GlobalRole, User
 from portal.accounts.services import user_create
 from portal.catalog.models import Offering
 from portal.catalog.presets import catalog_presets_load
+from portal.core.pagination import beyond_estimates
 from tenants.models import MemberRole, Tenant
 from tenants.services import membership_set, quota_set, tenant_create, tenant_update
 from tests.cluster.fixtures import live_cluster  # noqa: F401  (a cluster on the emulator)
@@ -56,6 +57,16 @@ def _no_language_or_zone_left_over() -> Iterator[None]:
     yield
     translation.deactivate()
     timezone.deactivate()
+
+
+@pytest.fixture(autouse=True)
+def _no_table_estimate_left_over() -> Iterator[None]:
+    """No whole table's estimate kept by this process (`beyond_estimates`) from another test:
+    the tables each test fills are emptied after it, and a list would say "10,000+" of them
+    for a minute more."""
+    beyond_estimates.clear()
+    yield
+    beyond_estimates.clear()
 
 
 @pytest.fixture

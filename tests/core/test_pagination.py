@@ -7,7 +7,13 @@ from django.test.utils import CaptureQueriesContext
 
 from portal.core.audit import audit_record
 from portal.core.models import AuditEvent
-from portal.core.pagination import COUNT_LIMIT, ESTIMATED_BEYOND, BoundedPaginator
+from portal.core.pagination import (
+    COUNT_LIMIT,
+    ESTIMATED_BEYOND,
+    BeyondEstimates,
+    BoundedPaginator,
+    beyond_estimates,
+)
 
 
 @pytest.fixture
@@ -134,6 +140,10 @@ def _estimate(table: str, rows: float) -> None:
         )
 
 
+def _reads_estimate(queries: CaptureQueriesContext) -> bool:
+    return any("reltuples" in query["sql"] for query in queries.captured_queries)
+
+
 def test_a_whole_table_estimated_beyond_the_bound_is_not_counted(
     client_for, admin_user, five_events
 ) -> None:
@@ -153,6 +163,33 @@ def test_a_whole_table_estimated_beyond_the_bound_is_not_counted(
     some = client.get("/api/v1/audit-events/", {**page, "action": "test.page"}).json()
     assert (some["count"], some["count_exact"]) == (5, True)
 
-    _estimate("core_auditevent", ESTIMATED_BEYOND)  # not beyond it: counted
-    every = client.get("/api/v1/audit-events/", page).json()
+    # The estimate beyond the bound is kept: the next pages read it no more.
+    with CaptureQueriesContext(connection) as queries:
+        again = client.get("/api/v1/audit-events/", page).json()
+    assert (again["count"], again["count_exact"]) == (COUNT_LIMIT, False)
+    assert not _reads_estimate(queries)
+
+    _estimate("core_auditevent", ESTIMATED_BEYOND)  # not beyond it: counted, once forgotten
+    beyond_estimates.clear()  # as ESTIMATE_KEPT_SECONDS after it was read
+    with CaptureQueriesContext(connection) as queries:
+        every = client.get("/api/v1/audit-events/", page).json()
     assert (every["count"], every["count_exact"]) == (AuditEvent.objects.count(), True)
+    assert _reads_estimate(queries)
+    # A table below the bound is counted on every page: nothing kept.
+    with CaptureQueriesContext(connection) as queries:
+        client.get("/api/v1/audit-events/", page)
+    assert _reads_estimate(queries)
+
+
+def test_an_estimate_is_kept_for_its_seconds_in_each_database_and_table() -> None:
+    now = [100.0]
+    kept = BeyondEstimates(60.0, timer=lambda: now[0])
+    kept.keep("default", "core_auditevent")
+
+    assert kept.beyond("default", "core_auditevent")
+    assert not kept.beyond("default", "workloads_notebook")
+    assert not kept.beyond("other", "core_auditevent")
+    now[0] = 159.9
+    assert kept.beyond("default", "core_auditevent")
+    now[0] = 160.0
+    assert not kept.beyond("default", "core_auditevent")
