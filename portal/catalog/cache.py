@@ -103,6 +103,20 @@ def _version() -> str | None:
     return str(version) if version is not None else None
 
 
+def _copy_of[M: models.Model](row: M) -> M:
+    """A shallow copy of `row`, as `copy.copy` makes it (its own state and cache of related
+    rows, the related rows themselves shared), without the detour through pickling that
+    `copy.copy` takes for a model (`__reduce__`, its class looked up by name again): half the
+    time, for the tens of catalog rows each list is given."""
+    copied = row.__class__.__new__(row.__class__)
+    values = row.__dict__.copy()
+    state = copy.copy(values["_state"])
+    state.fields_cache = state.fields_cache.copy()
+    values["_state"] = state
+    copied.__dict__.update(values)
+    return copied
+
+
 def catalog_rows(*, fresh: bool = False) -> CatalogRows | None:
     """The catalog as current as the shared cache says (read again when it moved, after
     KEEP_SECONDS, or when `fresh`), or None when there is no shared cache to say it."""
@@ -144,8 +158,8 @@ def offering_by_slug(slug: str) -> Offering | None:
     gpu_model = rows.by_model[GpuModel].get(kept.gpu_model_id) if rows and kept else None
     if gpu_model is None:  # not read by this process (or no rows): as the database has it
         return Offering.objects.select_related("gpu_model").filter(slug=slug).first()
-    offering: Offering = copy.copy(kept)
-    offering.gpu_model = copy.copy(gpu_model)  # type: ignore[assignment]
+    offering: Offering = _copy_of(kept)
+    offering.gpu_model = _copy_of(gpu_model)  # type: ignore[assignment]
     return offering
 
 
@@ -156,7 +170,7 @@ def gpu_models_by_id(ids: Iterable[int]) -> dict[int, GpuModel]:
     rows = catalog_rows() if wanted else None
     kept: dict[int, Any] = rows.by_model[GpuModel] if rows is not None else {}
     if wanted <= kept.keys():
-        return {pk: copy.copy(kept[pk]) for pk in wanted}
+        return {pk: _copy_of(kept[pk]) for pk in wanted}
     found: dict[int, GpuModel] = GpuModel.objects.in_bulk(wanted)
     return found
 
@@ -243,7 +257,7 @@ def _attach(
     ids = {getattr(holder, last.attname) for holder in holders} - {None}
     if not ids <= table.keys():
         return False
-    copies = {pk: copy.copy(table[pk]) for pk in ids}
+    copies = {pk: _copy_of(table[pk]) for pk in ids}
     for holder in holders:
         pk = getattr(holder, last.attname)
         last.set_cached_value(holder, copies[pk] if pk is not None else None)
