@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, cast
 
+from cachetools import TTLCache
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db import connections, models
 from django.db.models import BooleanField, Count, Q, QuerySet, Window
@@ -158,28 +159,26 @@ def _whole_table(objects: QuerySet[Any]) -> bool:
 
 
 class BeyondEstimates:
-    """The tables PostgreSQL estimated beyond `ESTIMATED_BEYOND` rows, each until when that
-    reading is kept (a monotonic time), in this process. Only "beyond" is kept: a table below
-    the bound is counted on every page, as exactly as before. Safe across threads."""
+    """The tables PostgreSQL estimated beyond `ESTIMATED_BEYOND` rows, each kept `seconds`, in
+    this process. Only "beyond" is kept: a table below the bound is counted on every page, as
+    exactly as before. Safe across threads."""
 
     def __init__(self, seconds: float, timer: Callable[[], float] = time.monotonic) -> None:
-        self.seconds = seconds
-        self._timer = timer
-        self._until: dict[tuple[str, str], float] = {}
+        # Keyed by database and table: a handful in all, however long the process runs.
+        self._kept: TTLCache[tuple[str, str], bool] = TTLCache(1024, seconds, timer)
         self._lock = threading.Lock()
 
     def beyond(self, using: str, table: str) -> bool:
         with self._lock:
-            until = self._until.get((using, table))
-        return until is not None and self._timer() < until
+            return (using, table) in self._kept
 
     def keep(self, using: str, table: str) -> None:
         with self._lock:
-            self._until[(using, table)] = self._timer() + self.seconds
+            self._kept[(using, table)] = True
 
     def clear(self) -> None:
         with self._lock:
-            self._until.clear()
+            self._kept.clear()
 
 
 beyond_estimates = BeyondEstimates(ESTIMATE_KEPT_SECONDS)
