@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from portal.accounts.models import User
 from portal.core.errors import PermissionDenied
 from portal.core.models import AuditEvent
+from portal.core.prepared import KeptRows
 from portal.core.visibility import any_of, get_visible_or_404, register_scope
 from tenants.models import MemberRole, Membership, Quota, QuotaRequest, Tenant
 
@@ -113,6 +114,15 @@ post_save.connect(_membership_changed, sender=Membership, dispatch_uid="access-m
 post_delete.connect(_membership_changed, sender=Membership, dispatch_uid="access-membership-del")
 
 
+def _roles_of(user_id: int) -> QuerySet[Membership, tuple[int, str]]:
+    # Unordered: the model's ordering (tenant slug, username) would join both tables for nothing.
+    return Membership.objects.filter(user_id=user_id).order_by().values_list("tenant_id", "role")
+
+
+# Read on nearly every call (the visibility of its lists, the navigation): its SQL built once.
+_ROLES = KeptRows(Membership, _roles_of)
+
+
 def _roles_by_tenant(user: User) -> dict[int, str]:
     """The user's role in each of their tenants: one query, then kept on the user object."""
     cached = user.__dict__.get("_portal_roles_by_tenant")
@@ -120,9 +130,7 @@ def _roles_by_tenant(user: User) -> dict[int, str]:
         roles: dict[int, str] = cached[1]
         return roles
     generation = _membership_generation
-    # Unordered: the model's ordering (tenant slug, username) would join both tables for nothing.
-    rows = Membership.objects.filter(user=user).order_by().values_list("tenant_id", "role")
-    roles = dict(rows)
+    roles = dict(_ROLES.rows(user.pk)) if user.pk is not None else {}
     user.__dict__["_portal_roles_by_tenant"] = (generation, roles)
     return roles
 

@@ -5,11 +5,13 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-# Re-exported: memberships hold the role, which the accounts app defines with the global ones.
 from portal.accounts.models import MemberRole as MemberRole  # noqa: PLC0414
 from portal.catalog.cache import CatalogPrefetching
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.choices import ChoiceLabel
+
+# Re-exported: memberships hold the role, which the accounts app defines with the global ones.
+from portal.core.loading import LoadedFromRows
 from portal.core.validators import slug_validator
 from portal.core.visibility import VisibleQuerySet
 
@@ -21,7 +23,7 @@ class TenantState(models.TextChoices):
     ARCHIVED = "archived", _("archived")
 
 
-class Tenant(models.Model):
+class Tenant(LoadedFromRows, models.Model):
     """A team or department that shares the GPU pool under its own quota and policy."""
 
     slug = models.CharField(max_length=61, unique=True, validators=[slug_validator])
@@ -66,7 +68,7 @@ class Tenant(models.Model):
         return f"t-{self.slug}"
 
 
-class Membership(models.Model):
+class Membership(LoadedFromRows, models.Model):
     """A user's role in one tenant."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
@@ -95,7 +97,7 @@ class QuotaQuerySet(  # type: ignore[override]  # as_manager's type, from the st
     rows (portal.catalog.cache)."""
 
 
-class Quota(models.Model):
+class Quota(LoadedFromRows, models.Model):
     """A tenant's GPU quota for one GPU model, in GPU-eq."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quotas")

@@ -7,6 +7,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy, pgettext_lazy
 
+from portal.core.loading import LoadedFromRows
+
 
 @cache
 def time_zone_names() -> frozenset[str]:
@@ -39,7 +41,7 @@ class MemberRole(models.TextChoices):
     LEAD = "lead", pgettext_lazy("tenant role", "lead")
 
 
-class User(AbstractUser):
+class User(LoadedFromRows, AbstractUser):
     global_role = models.CharField(
         max_length=16, choices=GlobalRole.choices, default=GlobalRole.NONE, blank=True
     )
@@ -89,7 +91,7 @@ class SsoProfile(models.Model):
         return f"{self.user} ({self.subject})"
 
 
-class ApiToken(models.Model):
+class ApiToken(LoadedFromRows, models.Model):
     """A personal API token. Only its SHA-256 digest is kept; the token is shown once."""
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")

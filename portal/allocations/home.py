@@ -17,7 +17,7 @@ from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.allocations.selectors import (
     approvals_queue_for,
     extensions_queue_for,
-    gpu_requests_for,
+    gpu_requests_of,
 )
 from portal.core.home import HOME_ROWS, home_register
 from portal.core.pagination import first_with_count
@@ -42,7 +42,7 @@ def request_again_url(gpu_request: GpuRequest) -> str:
 def my_allocations_context(user: User) -> dict[str, Any]:
     """The user's own pending requests and allocations, ending soonest first, and their latest
     different asks to make again. Four queries."""
-    mine = gpu_requests_for(user).filter(requester=user)
+    mine = gpu_requests_of(user)
     current = mine.filter(state__in=(RequestState.PENDING, *HOLDING_STATES))
     rows, count = first_with_count(current.order_by("ends_at", "created_at", "id"), HOME_ROWS)
     again: list[tuple[GpuRequest, str]] = []

@@ -6,6 +6,7 @@ from portal.accounts.models import User
 from portal.catalog.cache import CatalogPrefetching
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.choices import ChoiceLabel
+from portal.core.loading import LoadedFromRows
 from portal.core.visibility import VisibleQuerySet, register_scope
 from tenants.access import in_tenants_of_user, own_or_led, sees_everything
 from tenants.models import MemberRole
@@ -52,7 +53,7 @@ class ExtensionQuerySet(  # type: ignore[override]  # as_manager's type, from th
     """Extensions' querysets, as requests'."""
 
 
-class GpuRequest(models.Model):
+class GpuRequest(LoadedFromRows, models.Model):
     """A request for `count` units of an offering in a tenant; an allocation once approved."""
 
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.PROTECT, related_name="requests")
@@ -138,7 +139,7 @@ class ExtensionState(models.TextChoices):
     CANCELLED = "cancelled", _("cancelled")
 
 
-class GpuRequestExtension(models.Model):
+class GpuRequestExtension(LoadedFromRows, models.Model):
     """A request for more time on an allocation, beyond what the tenant's policy grants at once:
     it waits for a lead of the tenant (not the requester) or an admin. At most one pending per
     allocation; an approval lengthens the allocation by `hours`."""

@@ -165,6 +165,12 @@ def gpu_requests_for(user: User) -> QuerySet[GpuRequest]:
     return _requests().visible_to(user)
 
 
+def gpu_requests_of(user: User) -> QuerySet[GpuRequest]:
+    """The requests `user` asked for, as `gpu_requests_for` lists them: one's own requests are
+    always one's to see, so no visibility filter is composed (and compiled) around them."""
+    return _requests().filter(requester=user)
+
+
 def gpu_request_for(user: User, pk: int) -> GpuRequest:
     """The request `pk` if `user` may see it; NotFound otherwise."""
     return get_visible_or_404(_requests(), user, pk=pk)

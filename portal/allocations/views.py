@@ -34,6 +34,7 @@ from portal.allocations.selectors import (
     gpu_request_for,
     gpu_request_preview,
     gpu_requests_for,
+    gpu_requests_of,
     pending_extensions_by_request,
     quota_left_for,
     with_costs,
@@ -175,12 +176,18 @@ def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My requests; while any is pending, htmx polls the table, then stops (HTTP 286)."""
-    requests = gpu_requests_for(request.user).filter(requester=request.user)
+    requests = gpu_requests_of(request.user)
     page = BoundedPaginator(requests, PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = with_waiting(with_costs(list(page.object_list), lambda row: row))
     _with_pending_extensions(page.object_list)
-    waiting = requests.filter(state=RequestState.PENDING).exists()
-    waiting = waiting or any(row.pending_extension for row in page.object_list)  # type: ignore[attr-defined]
+    # Pending: one shown on this page (no query), else one on another page.
+    waiting = (
+        any(
+            row.state == RequestState.PENDING or row.pending_extension  # type: ignore[attr-defined]
+            for row in page.object_list
+        )
+        or requests.filter(state=RequestState.PENDING).exists()
+    )
     context = {
         "page": page,
         "rows": cells.rows(page.object_list, my_requests_row(request)),

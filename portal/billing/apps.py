@@ -13,10 +13,14 @@ class BillingConfig(AppConfig):
         from portal.billing.budget_views import budget_section_context
         from portal.billing.budgets import budget_policy_reason
         from portal.billing.home import billing_home_register
+        from portal.billing.models import RateCard
         from portal.billing.pricing import allocation_costs, price_quote
+        from portal.catalog.cache import catalog_follows
         from portal.core import navigation
         from tenants.pages import TenantSection, tenant_sections
 
+        # The lists' and forms' estimates read the rate cards kept with the catalog.
+        catalog_follows(RateCard)
         price_source.register(price_quote)
         cost_source.register(allocation_costs)
         budget_source.register(budget_policy_reason)

@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
+from portal.core.loading import LoadedFromRows
 from portal.core.visibility import VisibleQuerySet, register_scope
 from portal.metering.models import Measures
 from tenants.access import sees_everything, tenants_led_by
@@ -95,7 +96,7 @@ class PeriodState(models.TextChoices):
     CLOSED = "closed", _("closed")
 
 
-class Period(models.Model):
+class Period(LoadedFromRows, models.Model):
     """A month of chargeback; `month` is its first day."""
 
     month = models.DateField(unique=True)
@@ -113,7 +114,7 @@ class Period(models.Model):
         return f"{self.month:%Y-%m}"
 
 
-class Statement(models.Model):
+class Statement(LoadedFromRows, models.Model):
     """A tenant's frozen charges for a closed month."""
 
     period = models.ForeignKey(Period, on_delete=models.CASCADE, related_name="statements")
@@ -171,7 +172,7 @@ class OpenMonthTotal(models.Model):
         return f"{self.month:%Y-%m} {self.tenant_id} {self.basis}"
 
 
-class StatementLine(models.Model):
+class StatementLine(LoadedFromRows, models.Model):
     """GPU model x offering x user x workload x rate: a quantity of the basis, priced."""
 
     # No index of its own: the (statement, position) index begins with it.

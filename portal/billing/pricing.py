@@ -34,6 +34,7 @@ from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import PriceQuote
 from portal.billing.models import Basis, RateCard, basis_quantity
 from portal.billing.unreserved import unreserved_capacity
+from portal.catalog.cache import catalog_kept
 from portal.catalog.models import Offering
 from portal.core.errors import Conflict
 from portal.metering.models import UsageModelMonthly, UsageWorkloadDaily
@@ -376,11 +377,29 @@ def month_priced(
     }
 
 
+def kept_rate_book() -> RateBook:
+    """Every rate card, kept in the process with the catalog's rows (`catalog_kept`: a rate
+    card's save or delete moves the catalog's version, `catalog_follows`), for what the lists
+    and forms estimate: each list of allocations and each request form read them again. The
+    statements are priced from the database's cards (`RateBook.load`)."""
+    return catalog_kept("rate-book", RateBook.load)
+
+
+def _offering_backends(offering_ids: set[int]) -> dict[int, int]:
+    """The sharing backend of each of the offerings `offering_ids`: from the catalog's kept
+    offerings, or the database for one they do not hold (an offering added since)."""
+    kept = catalog_kept(
+        "offering-backends", lambda: dict(Offering.objects.values_list("pk", "backend_id"))
+    )
+    if offering_ids <= kept.keys():
+        return {pk: kept[pk] for pk in offering_ids}
+    return dict(Offering.objects.filter(pk__in=offering_ids).values_list("pk", "backend_id"))
+
+
 def price_quote(offering: Offering, gpu_eq: Fraction, hours: int) -> PriceQuote | None:
     """`gpu_eq` GPU-eq of `offering` at today's rate card: per hour and for `hours` hours."""
     today = datetime.now(UTC).date()
-    cards = RateCard.objects.filter(gpu_model_id=offering.gpu_model_id, effective_from__lte=today)
-    card = RateBook(list(cards)).rate_for(offering.gpu_model_id, offering.backend_id, today)
+    card = kept_rate_book().rate_for(offering.gpu_model_id, offering.backend_id, today)
     if card is None:
         return None
     rate = card.price_per_gpu_eq_hour
@@ -405,13 +424,8 @@ def allocation_costs(allocations: list[GpuRequest]) -> dict[int, str]:
     if not spans:
         return {}
     started = [a for a in allocations if a.pk in spans]
-    models = {a.gpu_model_id for a in started}
-    rates = RateBook(list(RateCard.objects.filter(gpu_model_id__in=models)))
-    backends = dict(
-        Offering.objects.filter(pk__in={a.offering_id for a in started}).values_list(
-            "pk", "backend_id"
-        )
-    )
+    rates = kept_rate_book()
+    backends = _offering_backends({a.offering_id for a in started})
     costs = {}
     for allocation in started:
         starts, ends = spans[allocation.pk]

@@ -3,6 +3,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from portal.core.loading import LoadedFromRows
 from portal.core.visibility import VisibleQuerySet
 
 
@@ -16,7 +17,7 @@ class WorkerHeartbeat(models.Model):
         return f"{self.worker} at {self.beat_at:%Y-%m-%d %H:%M:%S}"
 
 
-class AuditEvent(models.Model):
+class AuditEvent(LoadedFromRows, models.Model):
     """Who did what to which object, when, from where, with the before/after of what changed.
 
     Append-only: nothing in the code updates a row, and only `audit_archive` deletes, the events

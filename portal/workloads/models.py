@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy, pgettext_lazy
 from portal.accounts.models import User
 from portal.catalog.cache import CatalogPrefetching
 from portal.core.choices import ChoiceLabel
+from portal.core.loading import LoadedFromRows
 from portal.core.validators import slug_validator
 from portal.core.visibility import VisibleQuerySet, register_scope
 from tenants.access import in_tenants_of_user, own_or_led
@@ -46,7 +47,7 @@ MOVING_STATES = (
 )
 
 
-class Notebook(models.Model):
+class Notebook(LoadedFromRows, models.Model):
     """A Jupyter notebook on one allocation: a StatefulSet, a Service, a workspace volume and,
     where the cluster publishes notebooks on a host, an Ingress, in the tenant's namespace."""
 
