@@ -88,9 +88,17 @@ def test_time_until_is_what_its_filter_writes() -> None:
         assert cells.until(None) == rendered("{{ value|timeuntil }}", None) == ""
 
 
-def test_truncated_is_truncatechars() -> None:
-    value = "<request> " * 5
-    assert cells.truncated(value, 12) == rendered("{{ value|truncatechars:12 }}", value)
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+@pytest.mark.parametrize(
+    "value",
+    ["<request> " * 5, "0123456789ab", "0123456789abc", "short", "", "café crème brûlée",
+     "e\u0301" * 20, 12345678901234, None],
+)  # fmt: skip
+@pytest.mark.parametrize("length", [12, 1, 0])
+def test_truncated_is_truncatechars(language: str, value: object, length: int) -> None:
+    with translation.override(language):
+        expected = rendered(f"{{{{ value|truncatechars:{length} }}}}", value)
+        assert cells.truncated(value, length) == expected
 
 
 def test_a_url_reversed_once_takes_each_rows_id_or_slug() -> None:
