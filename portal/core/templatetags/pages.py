@@ -1,5 +1,9 @@
 from django import template
+from django.forms import BoundField
 from django.http import HttpRequest
+from django.utils.safestring import SafeString
+
+from portal.core import cells
 
 register = template.Library()
 
@@ -12,3 +16,10 @@ def page_url(context: template.Context, number: int, param: str = "") -> str:
     query = request.GET.copy()
     query[param or "page"] = str(number)
     return f"?{query.urlencode()}"
+
+
+@register.filter
+def filter_field(field: BoundField) -> SafeString:
+    """A list's filter field: its label, widget, help text and errors
+    (`portal.core.cells.filter_field`)."""
+    return cells.filter_field(field)
