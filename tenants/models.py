@@ -5,12 +5,11 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+# Re-exported: memberships hold the role, which the accounts app defines with the global ones.
 from portal.accounts.models import MemberRole as MemberRole  # noqa: PLC0414
 from portal.catalog.cache import CatalogPrefetching
 from portal.catalog.gpu_eq import gpu_eq_columns, gpu_eq_constraints, gpu_eq_property
 from portal.core.choices import ChoiceLabel
-
-# Re-exported: memberships hold the role, which the accounts app defines with the global ones.
 from portal.core.loading import LoadedFromRows
 from portal.core.validators import slug_validator
 from portal.core.visibility import VisibleQuerySet

@@ -154,10 +154,14 @@ def offering_choices(
 CATALOG_OF_REQUEST = ("offering", "gpu_model")
 
 
-def _requests() -> VisibleQuerySet[GpuRequest]:
-    return GpuRequest.objects.select_related("tenant", "requester", "decided_by").prefetch_related(
-        *CATALOG_OF_REQUEST
-    )
+# What a list of requests joins; a pending request has no decider (its `decided_by` is None,
+# read without a query), so the queues of pending ones leave it out (its columns were a
+# quarter of the *Approvals* page's compiling).
+_REQUEST_RELATED = ("tenant", "requester", "decided_by")
+
+
+def _requests(related: tuple[str, ...] = _REQUEST_RELATED) -> VisibleQuerySet[GpuRequest]:
+    return GpuRequest.objects.select_related(*related).prefetch_related(*CATALOG_OF_REQUEST)
 
 
 def gpu_requests_for(user: User) -> QuerySet[GpuRequest]:
@@ -184,24 +188,22 @@ def gpu_request_for(user: User, pk: int) -> GpuRequest:
 
 def approvals_queue_for(user: User) -> QuerySet[GpuRequest]:
     """Pending requests a lead (or admin) may decide, oldest first."""
-    # Without the decider: a pending request has none (its `decided_by` is None, read without
-    # a query), and the join's columns cost a quarter of the page's compiling.
-    pending = (
-        _requests()
-        .select_related(None)
-        .select_related("tenant", "requester")
-        .filter(state=RequestState.PENDING)
-        .order_by("created_at", "id")
-    )
+    pending = _requests(("tenant", "requester")).filter(state=RequestState.PENDING)
+    pending = pending.order_by("created_at", "id")
     if user.is_portal_admin:
         return pending
     return pending.filter(in_tenants_of_user(user, [MemberRole.LEAD]))
 
 
-def _extensions() -> VisibleQuerySet[GpuRequestExtension]:
-    return GpuRequestExtension.objects.select_related(
-        "request__tenant", "request__requester", "requested_by", "decided_by"
-    ).prefetch_related(*(f"request__{name}" for name in CATALOG_OF_REQUEST))
+_EXTENSION_RELATED = ("request__tenant", "request__requester", "requested_by", "decided_by")
+
+
+def _extensions(
+    related: tuple[str, ...] = _EXTENSION_RELATED,
+) -> VisibleQuerySet[GpuRequestExtension]:
+    return GpuRequestExtension.objects.select_related(*related).prefetch_related(
+        *(f"request__{name}" for name in CATALOG_OF_REQUEST)
+    )
 
 
 def extensions_for(user: User) -> QuerySet[GpuRequestExtension]:
@@ -217,11 +219,9 @@ def extension_for(user: User, pk: int) -> GpuRequestExtension:
 def extensions_queue_for(user: User) -> QuerySet[GpuRequestExtension]:
     """Pending extensions in the tenants a lead leads (every tenant's for an admin), oldest
     first; a lead's own are listed too (another lead or an admin decides them)."""
-    pending = (  # without the decider, as the requests' queue
-        _extensions()
-        .select_related(None)
-        .select_related("request__tenant", "request__requester", "requested_by")
-        .filter(state=ExtensionState.PENDING)
+    # Without the decider, as the requests' queue.
+    pending = _extensions(("request__tenant", "request__requester", "requested_by")).filter(
+        state=ExtensionState.PENDING
     )
     if not user.is_portal_admin:
         pending = pending.filter(

@@ -34,7 +34,7 @@ from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import PriceQuote
 from portal.billing.models import Basis, RateCard, basis_quantity
 from portal.billing.unreserved import unreserved_capacity
-from portal.catalog.cache import catalog_kept
+from portal.catalog.cache import catalog_kept, offerings_by_id
 from portal.catalog.models import Offering
 from portal.core.errors import Conflict
 from portal.metering.models import UsageModelMonthly, UsageWorkloadDaily
@@ -385,17 +385,6 @@ def kept_rate_book() -> RateBook:
     return catalog_kept("rate-book", RateBook.load)
 
 
-def _offering_backends(offering_ids: set[int]) -> dict[int, int]:
-    """The sharing backend of each of the offerings `offering_ids`: from the catalog's kept
-    offerings, or the database for one they do not hold (an offering added since)."""
-    kept = catalog_kept(
-        "offering-backends", lambda: dict(Offering.objects.values_list("pk", "backend_id"))
-    )
-    if offering_ids <= kept.keys():
-        return {pk: kept[pk] for pk in offering_ids}
-    return dict(Offering.objects.filter(pk__in=offering_ids).values_list("pk", "backend_id"))
-
-
 def price_quote(offering: Offering, gpu_eq: Fraction, hours: int) -> PriceQuote | None:
     """`gpu_eq` GPU-eq of `offering` at today's rate card: per hour and for `hours` hours."""
     today = datetime.now(UTC).date()
@@ -425,7 +414,8 @@ def allocation_costs(allocations: list[GpuRequest]) -> dict[int, str]:
         return {}
     started = [a for a in allocations if a.pk in spans]
     rates = kept_rate_book()
-    backends = _offering_backends({a.offering_id for a in started})
+    offerings = offerings_by_id({a.offering_id for a in started})
+    backends = {pk: offering.backend_id for pk, offering in offerings.items()}
     costs = {}
     for allocation in started:
         starts, ends = spans[allocation.pk]

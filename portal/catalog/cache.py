@@ -164,16 +164,26 @@ def offering_by_slug(slug: str) -> Offering | None:
     return offering
 
 
-def gpu_models_by_id(ids: Iterable[int]) -> dict[int, GpuModel]:
-    """The GPU models `ids`, copies of the process's rows (module docstring), or as the
+def _kept_by_id[M: models.Model](model: type[M], ids: Iterable[int]) -> dict[int, M]:
+    """The `model` rows `ids`, copies of the process's rows (module docstring), or as the
     database has them (one query) when there is no shared cache or the rows lack one."""
     wanted = set(ids)
     rows = catalog_rows() if wanted else None
-    kept: dict[int, Any] = rows.by_model[GpuModel] if rows is not None else {}
+    kept: dict[int, Any] = rows.by_model[model] if rows is not None else {}
     if wanted <= kept.keys():
         return {pk: _copy_of(kept[pk]) for pk in wanted}
-    found: dict[int, GpuModel] = GpuModel.objects.in_bulk(wanted)
+    found: dict[int, M] = model._default_manager.in_bulk(wanted)
     return found
+
+
+def gpu_models_by_id(ids: Iterable[int]) -> dict[int, GpuModel]:
+    """The GPU models `ids` (`_kept_by_id`)."""
+    return _kept_by_id(GpuModel, ids)
+
+
+def offerings_by_id(ids: Iterable[int]) -> dict[int, Offering]:
+    """The offerings `ids` (`_kept_by_id`), without their GPU models."""
+    return _kept_by_id(Offering, ids)
 
 
 def _move_version() -> None:

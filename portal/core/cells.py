@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import Any
 
-from django.forms import BoundField
 from django.http import HttpRequest
 from django.middleware.csrf import get_token
 from django.urls import reverse
@@ -79,6 +78,7 @@ def _pieces(format_string: str) -> tuple[tuple[str, str], ...] | None:
 
 @functools.lru_cache(maxsize=256)
 def _month_name(language: str | None, character: str, month: int) -> str:
+    """The name `character` writes of `month` in the active language, kept per `language`."""
     return str(getattr(DateFormat(date(2000, month, 1)), character)())
 
 
@@ -163,24 +163,3 @@ def rows(items: Iterable[Any], row: Callable[[Any], str]) -> SafeString:
     """The `<tr>`s of `items`, each written by `row` (which escapes what it writes through
     this module's functions)."""
     return mark_safe("".join([row(item) for item in items]))  # noqa: S308 - `row` escapes each value
-
-
-def filter_field(field: BoundField) -> SafeString:
-    """`{% include "core/_filter_field.html" %}` of a list's filter field, as the include writes
-    it (its label, its widget, its help text and its errors, line by line): a page with a few
-    filters spent a tenth of its template's time in the includes."""
-    label = text(field.label)
-    written = f'<label for="{text(field.id_for_label)}">{label}</label>\n{text(field)}\n'
-    if field.help_text:
-        written += (
-            f'<small class="help" id="{text(field.auto_id)}_helptext">'
-            f"{text(field.help_text)}</small>"
-        )
-    written += "\n"
-    if field.errors:
-        errors = "".join(
-            f'<p class="field-error" role="alert">{label}: {text(error)}</p>'
-            for error in field.errors
-        )
-        written += f'<div id="{text(field.auto_id)}_error">{errors}</div>'
-    return mark_safe(written + "\n")  # noqa: S308 - every value above is escaped

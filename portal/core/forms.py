@@ -61,6 +61,27 @@ def _html(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def filter_field_html(field: forms.BoundField) -> SafeString:
+    """`{% include "core/_filter_field.html" %}` of a list's filter field, as the include writes
+    it (its label, its widget, its help text and its errors, line by line; a test compares the
+    two): a page with a few filters spent a tenth of its template's time in the includes."""
+    label = _html(field.label)
+    written = f'<label for="{_html(field.id_for_label)}">{label}</label>\n{_html(field)}\n'
+    if field.help_text:
+        written += (
+            f'<small class="help" id="{_html(field.auto_id)}_helptext">'
+            f"{_html(field.help_text)}</small>"
+        )
+    written += "\n"
+    if field.errors:
+        errors = "".join(
+            f'<p class="field-error" role="alert">{label}: {_html(error)}</p>'
+            for error in field.errors
+        )
+        written += f'<div id="{_html(field.auto_id)}_error">{errors}</div>'
+    return mark_safe(written + "\n")  # noqa: S308 - every value above is escaped
+
+
 class LongSelect(forms.Select):
     """A select of as many options as an organisation has (cost centres, tenants), written in
     one pass. Django's `Select` renders a template per option, about a quarter of a millisecond

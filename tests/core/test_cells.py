@@ -8,13 +8,11 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from django import forms
 from django.template import engines
 from django.urls import NoReverseMatch
 from django.utils import timezone, translation
 from django.utils.formats import reset_format_cache
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext_lazy as _lazy
 
 from portal.core import cells
 
@@ -120,22 +118,3 @@ def test_rows_are_joined_as_html() -> None:
 
     assert written == "<tr><td>1</td></tr><tr><td>2</td></tr>"
     assert rendered("{{ value }}", written) == written  # marked safe: not escaped again
-
-
-class _Filters(forms.Form):
-    tenant = forms.SlugField(label="Tenant <slug>", help_text="a tenant's slug & more")
-    state = forms.ChoiceField(label=_lazy("State"), choices=[("", "any"), ("pending", "pending")])
-    since = forms.DateTimeField(label="Since", required=False)
-
-
-@pytest.mark.parametrize("data", [None, {"tenant": "no spaces allowed", "state": "nope"}])
-def test_a_filter_field_is_what_its_include_writes(data: dict[str, str] | None) -> None:
-    """With and without help text, errors (bound with bad values) and a lazy label, in
-    Chinese, the filter writes what `core/_filter_field.html` writes of each field."""
-    form = _Filters(data)
-    form.is_valid()
-    include = engines["django"].from_string('{% include "core/_filter_field.html" %}')
-    with translation.override("zh-hans"):
-        for field in form:
-            assert cells.filter_field(field) == include.render({"field": field})
-    assert data is None or form["tenant"].errors  # the errors were written

@@ -7,12 +7,13 @@ import pytest
 from django import forms
 from django.conf import settings
 from django.forms.renderers import BaseRenderer, DjangoTemplates
+from django.template import engines
 from django.utils import translation
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy
 
 from portal.accounts.models import User
-from portal.core.forms import PageFormRenderer
+from portal.core.forms import PageFormRenderer, filter_field_html
 
 
 class EveryWidget(forms.Form):
@@ -77,3 +78,24 @@ def test_each_widget_is_written_as_its_template_writes_it(admin_user, bound: boo
 def test_the_portal_renders_its_forms_with_it() -> None:
     assert settings.FORM_RENDERER == "portal.core.forms.PageFormRenderer"
     assert isinstance(EveryWidget().renderer, PageFormRenderer)
+
+
+class _Filters(forms.Form):
+    tenant = forms.SlugField(label="Tenant <slug>", help_text="a tenant's slug & more")
+    state = forms.ChoiceField(
+        label=gettext_lazy("State"), choices=[("", "any"), ("pending", "pending")]
+    )
+    since = forms.DateTimeField(label="Since", required=False)
+
+
+@pytest.mark.parametrize("data", [None, {"tenant": "no spaces allowed", "state": "nope"}])
+def test_a_filter_field_is_what_its_include_writes(data: dict[str, str] | None) -> None:
+    """With and without help text, errors (bound with bad values) and a lazy label, in
+    Chinese, the filter writes what `core/_filter_field.html` writes of each field."""
+    form = _Filters(data)
+    form.is_valid()
+    include = engines["django"].from_string('{% include "core/_filter_field.html" %}')
+    with translation.override("zh-hans"):
+        for field in form:
+            assert filter_field_html(field) == include.render({"field": field})
+    assert data is None or form["tenant"].errors  # the errors were written

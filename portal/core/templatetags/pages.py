@@ -3,7 +3,7 @@ from django.forms import BoundField
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from portal.core import cells
+from portal.core.forms import filter_field_html
 
 register = template.Library()
 
@@ -21,5 +21,5 @@ def page_url(context: template.Context, number: int, param: str = "") -> str:
 @register.filter
 def filter_field(field: BoundField) -> SafeString:
     """A list's filter field: its label, widget, help text and errors
-    (`portal.core.cells.filter_field`)."""
-    return cells.filter_field(field)
+    (`portal.core.forms.filter_field_html`)."""
+    return filter_field_html(field)
