@@ -12,16 +12,16 @@ PermissionDenied (403).
 from collections.abc import Callable
 from enum import Enum
 
-from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Model, Q, QuerySet
 from django.db.models.signals import post_delete, post_save
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
-from portal.core.errors import PermissionDenied
+from portal.core.errors import NotFound, PermissionDenied
 from portal.core.models import AuditEvent
-from portal.core.prepared import KeptRows
-from portal.core.visibility import any_of, get_visible_or_404, register_scope
+from portal.core.prepared import KeptRows, KeyedRead
+from portal.core.visibility import any_of, not_found_message, register_scope
 from tenants.models import MemberRole, Membership, Quota, QuotaRequest, Tenant
 
 
@@ -60,14 +60,9 @@ RULES: dict[Access, tuple[Callable[[User, MemberRole | None], bool], str | Promi
 }
 
 
-def _memberships_of(user: User) -> QuerySet[Membership]:
-    # Unordered: the model's ordering (tenant slug, username) would join both tables to sort
-    # the one row a user has in a tenant.
-    return Membership.objects.filter(user=user).order_by()
-
-
 def role_in(user: User, tenant: Tenant) -> MemberRole | None:
-    role = _memberships_of(user).filter(tenant=tenant).values_list("role", flat=True).first()
+    """The user's role in `tenant`, from their roles read once for their request."""
+    role = _roles_by_tenant(user).get(tenant.pk)
     return MemberRole(role) if role else None
 
 
@@ -224,19 +219,25 @@ def in_tenants_where[M: Model](
     return rows.filter(**{f"{path}__in": tenants_where(user, access)})
 
 
+# A tenant page and each of its sections read their tenant by slug: the SQL built once.
+_TENANT_BY_SLUG = KeyedRead(Tenant, "slug")
+
+
 def tenant_for(user: User, slug: str, access: Access = Access.VIEW) -> Tenant:
-    """The tenant `slug` if `user` may see it and do `access` in it.
+    """The tenant `slug` if `user` may see it and do `access` in it: the tenant by its slug,
+    then the user's roles (read once for the user's request) say whether they see it, as the
+    tenants' visibility says (every tenant for a global role, else their own).
 
     Raises NotFound when the user may not see it, PermissionDenied when they see it but
     may not do `access`.
     """
-    if access is Access.VIEW:
-        return get_visible_or_404(Tenant, user, slug=slug)
-    # The caller's role read with the tenant, in the same query.
-    role_there = _memberships_of(user).filter(tenant=OuterRef("pk")).values("role")[:1]
-    tenants = Tenant.objects.annotate(caller_role=Subquery(role_there))
-    tenant = get_visible_or_404(tenants, user, slug=slug)
-    role = MemberRole(tenant.caller_role) if tenant.caller_role else None  # type: ignore[attr-defined]
+    tenant = _TENANT_BY_SLUG.get(slug)
+    if tenant is not None and allowed_everywhere(user) and allowed_everywhere(user, access):
+        return tenant  # a global role: no role of theirs to read
+    roles = _roles_by_tenant(user) if tenant is not None else {}
+    if tenant is None or not (allowed_everywhere(user) or tenant.pk in roles):
+        raise NotFound(not_found_message(Tenant, slug=slug))
+    role = MemberRole(roles[tenant.pk]) if tenant.pk in roles else None
     if not allows(user, tenant, access, role=role):
         raise PermissionDenied(str(RULES[access][1]))
     return tenant

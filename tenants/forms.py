@@ -4,7 +4,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.models import User
-from portal.catalog.models import GpuModel
+from portal.catalog.forms import EnabledGpuModelField
 from portal.core.forms import BoundedForm
 from portal.core.validators import TEXT_MAX_LENGTH
 from tenants.models import MemberRole
@@ -56,9 +56,7 @@ class TenantCreateForm(TenantPolicyForm):
 
 
 class QuotaForm(BoundedForm):
-    gpu_model = forms.ModelChoiceField(
-        queryset=GpuModel.objects.filter(enabled=True), to_field_name="slug", label=_("GPU model")
-    )
+    gpu_model = EnabledGpuModelField(label=_("GPU model"))
     gpu_eq = forms.CharField(
         max_length=40, label=_("Quota (GPU-eq)"), help_text=_("e.g. 8, 2.5 or 7/2")
     )
@@ -85,9 +83,7 @@ class MemberForm(BoundedForm):
 
 
 class QuotaRequestForm(BoundedForm):
-    gpu_model = forms.ModelChoiceField(
-        queryset=GpuModel.objects.filter(enabled=True), to_field_name="slug", label=_("GPU model")
-    )
+    gpu_model = EnabledGpuModelField(label=_("GPU model"))
     amount = forms.CharField(
         max_length=40, label=_("Additional GPU-eq"), help_text=_("e.g. 2 or 1/2")
     )

@@ -12,6 +12,7 @@ urlpatterns = [
     path("manage/tenants/new/", views.tenant_create, name="create"),
     path("manage/quota-requests/", views.quota_queue, name="quota-queue"),
     path("tenants/<slug:slug>/", views.detail, name="detail"),
+    path("tenants/<slug:slug>/sections/<slug:name>/", views.section, name="section"),
     path("tenants/<slug:slug>/edit/", views.tenant_edit, name="edit"),
     path("tenants/<slug:slug>/state/", views.tenant_state, name="state"),
     path("tenants/<slug:slug>/quotas/", views.quota_set, name="quota-set"),

@@ -1,16 +1,24 @@
 """Tenant pages: each persona's start page, the admin's tenant list, and one tenant's page
 with its members, quotas and quota requests. Every write goes through tenants.services."""
 
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.functional import Promise
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET, require_POST
 
 from portal.accounts.groups import tenant_group
 from portal.accounts.models import MemberRole
@@ -34,8 +42,8 @@ from tenants.forms import (
     TenantPolicyForm,
 )
 from tenants.models import QuotaRequest, Tenant
-from tenants.page_rows import tenants_row
-from tenants.pages import tenant_sections_context
+from tenants.page_rows import member_row, tenants_row
+from tenants.pages import tenant_sections
 from tenants.selectors import (
     memberships_of,
     quota_lines,
@@ -129,49 +137,167 @@ def tenant_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
 
 
-def _detail_context(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[str, Any]:
+def _page_facts(request: AuthenticatedHttpRequest, tenant: Tenant) -> dict[str, Any]:
+    """What the tenant page and each of its sections know of the viewer."""
     user = request.user
     role = role_in(user, tenant)
-    lines = quota_lines(tenant)
     return {
         "tenant": tenant,
         "role": role,
         "is_admin": user.is_portal_admin,
+        "sees_all_tenants": user.sees_all_tenants,
         "can_lead": allows(user, tenant, Access.LEAD, role=role),
-        "members_from_provider": services.memberships_follow_identity_provider(),
-        "tenant_groups": {
-            role: tenant_group(settings.PORTAL_TENANT_GROUP, tenant.slug, role)
-            for role in MemberRole.values
-        },
         "can_ask_quota": allows(user, tenant, Access.ASK_QUOTA, role=role),
+        "can_read_quota_requests": allows(user, tenant, Access.READ_QUOTA_REQUESTS, role=role),
+        "members_from_provider": services.memberships_follow_identity_provider(),
+    }
+
+
+def _quotas(
+    _request: AuthenticatedHttpRequest, tenant: Tenant, _page: dict[str, Any]
+) -> dict[str, Any]:
+    lines = quota_lines(tenant)
+    return {
         "lines": lines,
         "over_quota": [
             (line, surplus_allocations(tenant, line.gpu_model.pk, line.quota))
             for line in lines
             if line.remaining < 0
         ],
-        "memberships": tenant.memberships.select_related("user").order_by("user__username"),
-        "quota_requests": quota_requests_for(tenant)[:20]
-        if allows(user, tenant, Access.READ_QUOTA_REQUESTS, role=role)
-        else [],
         "quota_form": QuotaForm(auto_id=QUOTA_IDS),
-        "member_form": MemberForm(auto_id=MEMBER_IDS),
-        "quota_request_form": QuotaRequestForm(auto_id=QUOTA_REQUEST_IDS),
-        **tenant_sections_context(tenant),
     }
+
+
+def _members(
+    request: AuthenticatedHttpRequest, tenant: Tenant, page: dict[str, Any]
+) -> dict[str, Any]:
+    memberships = tenant.memberships.select_related("user").order_by("user__username")
+    removable = page["can_lead"] and not page["members_from_provider"]
+    row = member_row(tenant.slug, csrf_token=get_token(request) if removable else None)
+    return {
+        "member_rows": cells.rows(memberships, row),
+        "tenant_groups": {
+            role: tenant_group(settings.PORTAL_TENANT_GROUP, tenant.slug, role)
+            for role in MemberRole.values
+        },
+        "member_form": MemberForm(auto_id=MEMBER_IDS),
+    }
+
+
+def _quota_requests(
+    _request: AuthenticatedHttpRequest, tenant: Tenant, page: dict[str, Any]
+) -> dict[str, Any]:
+    readable = page["can_read_quota_requests"]
+    return {
+        "quota_requests": quota_requests_for(tenant)[:20] if readable else [],
+        "quota_request_form": QuotaRequestForm(auto_id=QUOTA_REQUEST_IDS),
+    }
+
+
+# The page's own sections, after those of the apps above (`tenant_sections`), each loaded on
+# its own: its title, and the context its fragment of tenants/detail.html needs.
+type _SectionContext = Callable[[AuthenticatedHttpRequest, Tenant, dict[str, Any]], dict[str, Any]]
+_OWN_SECTIONS: dict[str, tuple[Promise, _SectionContext]] = {
+    "quotas": (gettext_lazy("GPU quotas"), _quotas),
+    "members": (gettext_lazy("Members"), _members),
+    "quota-requests": (gettext_lazy("Quota requests"), _quota_requests),
+}
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One section's place on the tenant page: written there (`inline`), or loaded on its
+    own from `url` under `title`."""
+
+    name: str
+    template: str
+    title: str | Promise | None
+    inline: bool
+    url: str
+
+
+def _slots(
+    request: AuthenticatedHttpRequest, page: dict[str, Any]
+) -> list[tuple[_Slot, Callable[[], dict[str, Any]]]]:
+    """Every section the viewer gets, in order, with what gives its context."""
+    tenant: Tenant = page["tenant"]
+    slots: list[tuple[_Slot, Callable[[], dict[str, Any]]]] = []
+    for name in tenant_sections:
+        section = tenant_sections.get(name)
+        if section.shown(page):
+            url = reverse("tenants:section", args=[tenant.slug, name])
+            slot = _Slot(
+                name, section.template, section.title, inline=section.title is None, url=url
+            )
+            slots.append((slot, functools.partial(section.context, tenant)))
+    for name, (title, context) in _OWN_SECTIONS.items():
+        url = reverse("tenants:section", args=[tenant.slug, name])
+        slot = _Slot(name, f"tenants/detail.html#{name}", title, inline=False, url=url)
+        slots.append((slot, functools.partial(context, request, tenant, page)))
+    return slots
+
+
+def _detail_context(
+    request: AuthenticatedHttpRequest, tenant: Tenant, *, inline: str = ""
+) -> dict[str, Any]:
+    """The page: its facts, each section loaded on its own but the links and `inline` (a
+    refused form's, or the one asked for without JavaScript), which it writes itself."""
+    page = _page_facts(request, tenant)
+    shown, assets = [], []
+    for slot, context in _slots(request, page):
+        written = slot.inline or slot.name == inline
+        if written:
+            page |= context()
+        shown.append(dataclasses.replace(slot, inline=written))
+        if slot.name in tenant_sections and (section := tenant_sections.get(slot.name)).assets:
+            assets.append(section.assets)
+    return {**page, "sections": shown, "section_assets": assets}
+
+
+def _section_context(
+    request: AuthenticatedHttpRequest, tenant: Tenant, name: str
+) -> tuple[str, dict[str, Any]]:
+    """The fragment of section `name` and its context; not found when the viewer does not get
+    that section."""
+    page = _page_facts(request, tenant)
+    for slot, context in _slots(request, page):
+        if slot.name == name and not slot.inline:  # a link is in the page, nowhere else
+            return slot.template, page | context()
+    raise Http404
 
 
 @login_required
 def detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    """One tenant: policy, quotas with what is left, members, quota requests."""
+    """One tenant: its policy, then each section (quotas with what is left, members, quota
+    requests, and those of the apps above) loaded on its own, so the page shows at once."""
     tenant = tenant_for(request.user, slug)
     return render(request, "tenants/detail.html", _detail_context(request, tenant))
+
+
+@login_required
+@require_GET
+def section(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
+    """One section of a tenant's page: to htmx the fragment that takes its place, and without
+    JavaScript the page with that section written in it."""
+    tenant = tenant_for(request.user, slug)
+    if request.htmx:
+        template, context = _section_context(request, tenant, name)
+        response = render(request, template, context)
+    else:
+        _section_context(request, tenant, name)  # not found for a section the viewer lacks
+        response = render(
+            request, "tenants/detail.html", _detail_context(request, tenant, inline=name)
+        )
+    # The same URL answers a fragment or a page: a cache must tell them apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 def _after_write(request: AuthenticatedHttpRequest, tenant: Tenant, fragment: str) -> HttpResponse:
     """htmx gets the refreshed fragment; a plain form post goes back to the tenant page."""
     if request.htmx:
-        return render(request, f"tenants/detail.html#{fragment}", _detail_context(request, tenant))
+        template, context = _section_context(request, tenant, fragment)
+        return render(request, template, context)
     return redirect("tenants:detail", slug=tenant.slug)
 
 
@@ -186,9 +312,11 @@ def _form_failed(
 ) -> HttpResponse:
     """The refused form with what was typed and each error beside its field: htmx swaps the
     fragment in place (it swaps 400, 409 and 422 answers, base.html); without htmx, the page."""
-    context = {**_detail_context(request, tenant), form_name: form}
-    template = f"tenants/detail.html#{fragment}" if request.htmx else "tenants/detail.html"
-    return render(request, template, context, status=status)
+    if request.htmx:
+        template, context = _section_context(request, tenant, fragment)
+    else:
+        template, context = "tenants/detail.html", _detail_context(request, tenant, inline=fragment)
+    return render(request, template, {**context, form_name: form}, status=status)
 
 
 @login_required

@@ -68,6 +68,8 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "tenants:create": ("get", "", (302, 404, 404, 404, 404, 200)),
     "tenants:quota-queue": ("get", "", (302, 404, 404, 404, 404, 200)),
     "tenants:detail": ("get", "tenant", (302, 200, 200, 404, 200, 200)),
+    # A section of a tenant's page, loaded on its own (its members).
+    "tenants:section": ("get", "tenant_section", (302, 200, 200, 404, 200, 200)),
     "tenants:edit": ("get", "tenant", (302, 403, 403, 404, 403, 200)),
     "tenants:state": ("post", "tenant", (302, 403, 403, 404, 403, 400)),
     "tenants:quota-set": ("post", "tenant", (302, 403, 403, 404, 403, 400)),
@@ -285,6 +287,7 @@ def walk_kwargs(
         "extension": {"pk": extension.pk},
         "page_extension": {"pk": page_extension.pk, "action": "approve"},
         "tenant": {"slug": tenant_a.slug},
+        "tenant_section": {"slug": tenant_a.slug, "name": "members"},
         "member": {"slug": tenant_a.slug, "username": walker.username},
         "api_member": {"slug": tenant_a.slug, "username": api_walker.username},
         "quota_request": {"slug": tenant_a.slug, "pk": quota_request.pk},

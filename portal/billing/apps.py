@@ -35,5 +35,11 @@ class BillingConfig(AppConfig):
         )
         tenant_sections.register(
             "budget",
-            TenantSection("billing/budget.html#budget-section", budget_section_context),
+            TenantSection(
+                "billing/budget.html#budget",
+                budget_section_context,
+                title=_("Budget"),
+                assets="billing/budget.html#budget-assets",
+                shown=lambda page: page["can_lead"] or page["sees_all_tenants"],
+            ),
         )

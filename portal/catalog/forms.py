@@ -1,14 +1,51 @@
 """Forms for the catalog pages. They parse; the catalog services validate and write."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from django import forms
+from django.utils.choices import BaseChoiceIterator
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from portal.catalog.cache import catalog_kept
 from portal.catalog.models import GpuModel, SharingBackend
 from portal.core.forms import BoundedForm
 from portal.core.validators import INTEGER_MAX, LINE_MAX_LENGTH, TEXT_MAX_LENGTH
+
+
+def _enabled_gpu_models() -> list[tuple[str, str]]:
+    return [(model.slug, str(model)) for model in GpuModel.objects.filter(enabled=True)]
+
+
+class _EnabledGpuModels(BaseChoiceIterator):
+    """The choices of an `EnabledGpuModelField`, read when the select is written."""
+
+    def __init__(self, field: forms.ModelChoiceField) -> None:  # type: ignore[type-arg]
+        self.field = field
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        if self.field.empty_label is not None:
+            yield "", str(self.field.empty_label)
+        yield from catalog_kept("enabled-gpu-models", _enabled_gpu_models)
+
+
+class EnabledGpuModelField(forms.ModelChoiceField):  # type: ignore[type-arg]
+    """An enabled GPU model, chosen by slug. Its select is written from the catalog's rows kept
+    in the process (`catalog_kept`), not a query of the GPU models on every page that offers
+    one (a tenant page's two forms: 1.5 ms each); what is posted is checked as Django's
+    field checks it, against the enabled models in the database."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            queryset=GpuModel.objects.filter(enabled=True), to_field_name="slug", **kwargs
+        )
+
+    def _get_choices(self) -> BaseChoiceIterator:
+        return _EnabledGpuModels(self)
+
+    # As Django's own field declares it (the setter is ChoiceField's).
+    choices = property(_get_choices, forms.ChoiceField.choices.fset)  # type: ignore[union-attr]
 
 
 class KeyValueLinesField(forms.CharField):

@@ -35,7 +35,11 @@ class ClusterConfig(AppConfig):
         tenant_changed.connect(provisioning_follows_tenant, dispatch_uid="cluster.provisioning")
         tenant_sections.register(
             "provisioning",
-            TenantSection("cluster/tenant_runs.html#provisioning", provisioning_section),
+            TenantSection(
+                "cluster/tenant_runs.html#provisioning",
+                provisioning_section,
+                title=_("Kubernetes namespace"),
+            ),
         )
         # The request preview (allocations, below this app) shows free capacity from here.
         capacity_source.register(capacity_free_units)

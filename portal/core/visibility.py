@@ -122,17 +122,19 @@ def get_visible_or_404[M: models.Model](
         raise ImproperlyConfigured(f"{queryset.model._meta.label} has no visible_to.")
     found: M | None = queryset.visible_to(user).filter(**lookup).first()
     if found is None:
-        raise NotFound(
-            gettext("There is no %(what)s %(key)s.")
-            % {
-                "what": queryset.model._meta.verbose_name,
-                "key": " ".join(
-                    repr(value) if isinstance(value, str) else str(value)
-                    for value in lookup.values()
-                ),
-            }
-        )
+        raise NotFound(not_found_message(queryset.model, **lookup))
     return found
+
+
+def not_found_message(model: type[models.Model], **lookup: Any) -> str:
+    """What a 404 says of the `model` row looked up by `lookup`, whether there is none or the
+    user may not see it (the two are not told apart)."""
+    return gettext("There is no %(what)s %(key)s.") % {
+        "what": model._meta.verbose_name,
+        "key": " ".join(
+            repr(value) if isinstance(value, str) else str(value) for value in lookup.values()
+        ),
+    }
 
 
 def disjoint_branches_of[M: models.Model](

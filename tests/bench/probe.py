@@ -26,7 +26,7 @@ class Scenario:
     name: str
     persona: str  # "admin", "lead", "developer", "finance", or "" for no credentials
     # "api" (token), "page" (session cookie), "panel" (session cookie, as htmx asks: a Home's
-    # panel), "health" (none)
+    # panel, a tenant page's section), "health" (none)
     kind: str
     path: str
     # What a deep page is compared with for a constant number of queries (its page 1).
@@ -34,6 +34,8 @@ class Scenario:
 
 
 PAGE_SIZE = 50
+# The sections a lead's tenant page loads on its own (tenants/views.py).
+TENANT_SECTIONS = ("provisioning", "budget", "quotas", "members", "quota-requests")
 DEEPEST = 2000  # the deepest page looked at, as the table did
 
 
@@ -107,6 +109,16 @@ def scenarios(
         Scenario("page Approvals (lead)", "lead", "page", "/approvals/"),
         Scenario("page Tenants (admin)", "admin", "page", "/manage/tenants/"),
         Scenario(f"page tenant {tenant} (lead)", "lead", "page", f"/tenants/{tenant}/"),
+        # What a tenant's page loads after it, a section at a time (as htmx asks).
+        *[
+            Scenario(
+                f"section {name} {tenant} (lead)",
+                "lead",
+                "panel",
+                f"/tenants/{tenant}/sections/{name}/",
+            )
+            for name in TENANT_SECTIONS
+        ],
         Scenario("page Audit log (admin)", "admin", "page", "/audit/"),
         # A closed month: a final statement for every tenant (1,000 at scale 1.0).
         Scenario(

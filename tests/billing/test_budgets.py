@@ -35,6 +35,7 @@ from tenants.models import Tenant
 from tests.billing.test_pricing import BEGIN, DAY, END, MONTH, NoPods
 from tests.billing.test_unreserved import A100, GpusOnly
 from tests.conftest import wait_until
+from tests.loaded import page_loaded
 
 API = "/api/v1/"
 WHOLE = "a100-80gb-whole"
@@ -549,15 +550,17 @@ def test_the_schema_documents_the_budget(client_for, finance_user) -> None:
 def test_a_lead_sees_the_burn_down_on_the_tenant_page_and_a_developer_does_not(
     with_budget, client_for, lead, developer, django_assert_max_num_queries
 ) -> None:
-    with django_assert_max_num_queries(40):
-        page = client_for(lead).get("/tenants/vision/").content.decode()
+    page = page_loaded(client_for(lead), "/tenants/vision/")
+    with django_assert_max_num_queries(30):  # the section, loaded on its own
+        client_for(lead).get("/tenants/vision/sections/budget/", HTTP_HX_REQUEST="true")
     assert 'data-testid="budget-chart"' in page
     assert "&quot;spent&quot;: [" in page  # the chart's figures, in its data attribute
     assert '<span data-testid="budget-spent">10.00</span>' in page
     assert "25.0%" in page
     assert 'data-testid="budget-form"' not in page  # leads read
-    other = client_for(developer).get("/tenants/vision/").content.decode()
+    other = page_loaded(client_for(developer), "/tenants/vision/")
     assert 'data-testid="budget"' not in other
+    assert "tenant-section-budget" not in other  # not even its placeholder
 
 
 def test_the_running_months_statement_shows_the_budget(with_budget, client_for, lead) -> None:
@@ -570,7 +573,7 @@ def test_finance_sets_a_budget_from_the_tenant_page_with_errors_beside_the_field
     spend, client_for, finance_user, lead
 ) -> None:
     client = client_for(finance_user)
-    assert 'data-testid="budget-form"' in client.get("/tenants/vision/").content.decode()
+    assert 'data-testid="budget-form"' in page_loaded(client, "/tenants/vision/")
     form = {"unit": "money", "amount": "50", "currency": ""}
 
     refused = client.post("/chargeback/budgets/vision/", form, HTTP_HX_REQUEST="true")

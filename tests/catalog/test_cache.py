@@ -13,7 +13,7 @@ from portal.allocations import services
 from portal.allocations.models import GpuRequest
 from portal.allocations.selectors import extensions_for, gpu_requests_for
 from portal.catalog.cache import gpu_models_by_id, offering_by_slug
-from portal.catalog.models import Offering
+from portal.catalog.models import GpuModel, Offering
 from portal.catalog.services import gpu_model_update, offering_update
 
 WHOLE = "a100-80gb-whole"
@@ -212,3 +212,29 @@ def test_gpu_models_by_id_are_copies_of_the_process_rows_or_read_from_the_databa
     assert unshared[a100.pk].name == a100.name
     assert reads_catalog([query["sql"] for query in unshared_queries.captured_queries])
     assert gpu_models_by_id([]) == {}
+
+
+def test_a_gpu_model_select_is_written_from_the_kept_rows_and_follows_each_change(
+    catalog, admin_user
+) -> None:
+    from django import forms  # noqa: PLC0415
+
+    from portal.catalog.forms import EnabledGpuModelField  # noqa: PLC0415
+
+    class Form(forms.Form):
+        gpu_model = EnabledGpuModelField(label="GPU model")
+
+    model = catalog[WHOLE].gpu_model
+    str(Form()["gpu_model"])  # the process reads the catalog once
+    with CaptureQueriesContext(connection) as queries:
+        written = str(Form()["gpu_model"])
+    assert queries.captured_queries == []
+    assert f'<option value="{model.slug}">{model.name}</option>' in written
+    assert written.count("<option") == 1 + GpuModel.objects.filter(enabled=True).count()
+
+    gpu_model_update(actor=admin_user, gpu_model=model, enabled=False)
+
+    assert f'value="{model.slug}"' not in str(Form()["gpu_model"])
+    refused = Form({"gpu_model": model.slug})
+    assert not refused.is_valid()
+    assert "gpu_model" in refused.errors

@@ -10,6 +10,7 @@ from portal.cluster.services import capacity_record, cluster_create, provisionin
 from portal.core.models import AuditEvent
 from tenants.models import MemberRole
 from tenants.services import membership_set
+from tests.loaded import page_loaded
 
 
 @pytest.fixture
@@ -66,8 +67,7 @@ def test_runs_list_filters_by_state_and_refuses_unknown_states(provisioned, clie
 
 
 def test_tenant_page_shows_the_namespace_objects_and_runs(provisioned, client_for, developer):
-    page = client_for(developer).get(reverse("tenants:detail", args=["vision"]))
-    html = page.content.decode()
+    html = page_loaded(client_for(developer), reverse("tenants:detail", args=["vision"]))
     assert 'data-testid="object-ResourceQuota-tenant-quota"' in html
     assert f'data-testid="run-{provisioned.pk}"' in html
     assert "hx-trigger" not in html.split('id="provisioning"')[1].split(">")[0]

@@ -15,6 +15,7 @@ from portal.allocations.selectors import pending_approvals_count
 from portal.allocations.services import gpu_request_submit
 from portal.core import navigation
 from tenants.models import TenantState
+from tests.loaded import page_loaded
 
 
 def _submit_beyond_policy(developer, tenant, catalog, number: int) -> None:
@@ -231,11 +232,7 @@ def test_a_refused_inline_form_answers_its_fragment_with_the_error_beside_the_fi
 def test_every_described_field_points_at_an_element_that_exists(
     client_for, admin_user, a100_tenant
 ) -> None:
-    html = (
-        client_for(admin_user)
-        .get(reverse("tenants:detail", args=[a100_tenant.slug]))
-        .content.decode()
-    )
+    html = page_loaded(client_for(admin_user), reverse("tenants:detail", args=[a100_tenant.slug]))
     described = re.findall(r'aria-describedby="([^"]+)"', html)
     assert described
     for ids in described:

@@ -14,6 +14,7 @@ from tenants.services import (
     tenant_change_state,
     tenant_create,
 )
+from tests.loaded import page_loaded
 from tests.tenants.factories import a100, t4
 
 
@@ -122,12 +123,11 @@ def test_lead_sees_quota_and_remaining_on_the_tenant_page(
 ) -> None:
     quota_set(actor=admin_user, tenant=tenant_a, gpu_model=a100_model, gpu_eq=8)
 
-    response = client_for(lead).get(f"/tenants/{tenant_a.slug}/")
+    page = page_loaded(client_for(lead), f"/tenants/{tenant_a.slug}/")
 
-    assert response.status_code == 200
-    assert 'data-testid="quota-a100-80gb"' in response.text
-    assert "Set quota" not in response.text  # admins only
-    assert "Ask for more quota" in response.text
+    assert 'data-testid="quota-a100-80gb"' in page
+    assert "Set quota" not in page  # admins only
+    assert "Ask for more quota" in page
 
 
 def test_lead_adds_and_removes_a_member(client_for, lead, outsider, tenant_a) -> None:

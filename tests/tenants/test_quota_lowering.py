@@ -17,6 +17,7 @@ from portal.core.models import AuditEvent
 from tenants.models import Quota, Tenant, TenantState
 from tenants.selectors import quota_lines_over
 from tenants.services import quota_set
+from tests.loaded import page_loaded
 
 WHOLE = "a100-80gb-whole"
 
@@ -112,14 +113,14 @@ def test_a_forced_quota_names_the_allocations_over_it_and_grants_nothing_more(
     with pytest.raises(QuotaExceeded, match="over vision's quota"):
         gpu_request_extend(actor=developer, gpu_request=three_held[0], hours=1)
     # The tenant page says so, naming the allocations over the quota.
-    page = client_for(admin_user).get("/tenants/vision/").text
+    page = page_loaded(client_for(admin_user), "/tenants/vision/")
     assert 'data-testid="over-quota-a100-80gb"' in page
     assert "Nothing new is approved or extended" in page
     assert ", ".join(str(pk) for pk in sorted(newest_two, reverse=True)) in page
     # Once the allocations fit again, requests are granted as before.
     for gpu_request in three_held[1:]:
         gpu_request_release(actor=developer, gpu_request=gpu_request)
-    page = client_for(admin_user).get("/tenants/vision/").text
+    page = page_loaded(client_for(admin_user), "/tenants/vision/")
     assert "over-quota-a100-80gb" not in page
     gpu_request_release(actor=developer, gpu_request=three_held[0])
     granted = gpu_request_submit(
