@@ -19,7 +19,8 @@ def quota_chips() -> Callable[[Sequence[QuotaLine]], str]:
     """A writer of each GPU model's quota left, exact in its title
     (`tenants/_quota_cells.html`), with its words translated once."""
     title = _("%(model)s: %(remaining)s of %(quota)s GPU-eq left (exact)")
-    none = f'<span class="empty">{text(_("no GPU quota"))}</span>'
+    no_quota = _("no GPU quota")  # outside the f-string: xgettext reads no call inside one
+    none = f'<span class="empty">{text(no_quota)}</span>'
 
     def chips(lines: Sequence[QuotaLine]) -> str:
         if not lines:

@@ -165,8 +165,10 @@ def _statements_page(
 def _statements_row() -> Callable[[StatementView], str]:
     """The writer of one statement's `<tr>` on the *Chargeback* page (see
     `portal.core.cells`), its words translated once."""
-    final = f'<span class="state final">{cells.text(gettext("final"))}</span>'
-    provisional = f'<span class="state provisional">{cells.text(gettext("provisional"))}</span>'
+    # The words outside the f-strings: xgettext reads no call inside one.
+    final_text, provisional_text = gettext("final"), gettext("provisional")
+    final = f'<span class="state final">{cells.text(final_text)}</span>'
+    provisional = f'<span class="state provisional">{cells.text(provisional_text)}</span>'
     detail = cells.url_of_each("billing:statement")
 
     def row(statement: StatementView) -> str:

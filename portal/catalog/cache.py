@@ -35,6 +35,7 @@ from django.utils.functional import cached_property
 from redis.exceptions import RedisError
 
 from portal.catalog.models import GpuModel, GpuPool, NotebookImage, Offering
+from portal.core import per_request
 from portal.core.cache import PortalRedisCache
 
 VERSION_KEY = "catalog-version"
@@ -90,7 +91,11 @@ def _shared() -> bool:
 
 def _version() -> str | None:
     """The catalog's version in the shared cache (set now when it has none), or None when
-    there is no shared cache or it does not answer."""
+    there is no shared cache or it does not answer. Asked once per read request."""
+    return per_request.once(VERSION_KEY, _version_read)
+
+
+def _version_read() -> str | None:
     if not _shared():
         return None
     try:
@@ -187,6 +192,7 @@ def offerings_by_id(ids: Iterable[int]) -> dict[int, Offering]:
 
 
 def _move_version() -> None:
+    per_request.forget(VERSION_KEY)
     if _shared():
         with contextlib.suppress(RedisError):  # read again within KEEP_SECONDS anyway
             cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)

@@ -40,6 +40,7 @@ from cachetools import TTLCache
 from django.db import connection, models
 
 from portal.catalog.cache import catalog_rows
+from portal.core import per_request
 from portal.metering.models import MeteringState
 
 # How many rows each kept kind of readings holds in a process (usage rows some 1.3 kB each:
@@ -93,7 +94,24 @@ def usage_inputs(
     catalog's version (module docstring); the newest id and the number of rows of each of
     `counted`, small tables whose rows are written and deleted but never changed (rate cards);
     and the latest `updated_at` of each of `stamped` (tenants, whose names and cost centres
-    readings carry). One query, and the catalog's version from the shared cache."""
+    readings carry). One query, and the catalog's version from the shared cache; asked once
+    per read request (a page's tables and charts ask it each)."""
+    key = (
+        "usage-inputs",
+        *(table._meta.label for table in tables),
+        "counted",
+        *(table._meta.label for table in counted),
+        "stamped",
+        *(table._meta.label for table in stamped),
+    )
+    return per_request.once(key, lambda: _inputs_read(tables, counted, stamped))
+
+
+def _inputs_read(
+    tables: Sequence[type[models.Model]],
+    counted: Sequence[type[models.Model]],
+    stamped: Sequence[type[models.Model]],
+) -> tuple[object, ...]:
     # Table names of our models; no value from outside.
     quote = connection.ops.quote_name
     newest = [

@@ -43,6 +43,7 @@ from portal.metering.selectors import (
     UsageQuery,
     UsageQueryError,
     UsageRow,
+    sees_whole_tenant,
     usage_regrouped,
     usage_totals,
     usage_watermarks,
@@ -243,12 +244,20 @@ def period_of(request: AuthenticatedHttpRequest, *, with_hours: bool = False) ->
     return period
 
 
-def totals(request: AuthenticatedHttpRequest, period: Period, **query: Any) -> list[UsageRow]:
+def totals(
+    request: AuthenticatedHttpRequest,
+    period: Period,
+    *,
+    regroup: tuple[str, ...] | None = None,
+    **query: Any,
+) -> list[UsageRow]:
     """usage_totals for the period, or nothing once the period is refused."""
     if not period.valid:
         return []
     try:
-        return usage_totals(request.user, UsageQuery(period.start, period.end, **query))
+        return usage_totals(
+            request.user, UsageQuery(period.start, period.end, **query), regroup=regroup
+        )
     except UsageQueryError as error:
         period.fail(error)
         return []
@@ -358,7 +367,7 @@ def tenant_usage_for(request: AuthenticatedHttpRequest, slug: str) -> Tenant:
     its developers included, so the page does not tell them more than their own usage page."""
     tenant = tenant_for(request.user, slug)
     user = request.user
-    if not sees_everything(user) and not tenants_led_by(user).filter(pk=tenant.pk).exists():
+    if not sees_whole_tenant(user, tenant):
         raise Http404(_("No such tenant."))
     return tenant
 
@@ -509,7 +518,7 @@ def all_usage(request: AuthenticatedHttpRequest) -> HttpResponseBase:
     period = period_of(request)
     measures = ("reserved", "requested", "used", "memory", "utilisation")
     per_tenant = totals(request, period, group_by=("tenant", "model"))
-    per_model = usage_regrouped(per_tenant, ("model",))
+    per_model = totals(request, period, group_by=("tenant", "model"), regroup=("model",))
     per_day = totals(request, period, group_by=("day",))
     pools: dict[str, list[str]] = {}
     for cluster, name, model in GpuPool.objects.order_by("cluster", "name").values_list(

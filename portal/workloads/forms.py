@@ -77,8 +77,10 @@ class LaunchForm(GpuRequestForm):
         ]
         new = ("", gettext("New GPUs: request them with this launch"))
         self.fields["allocation"].choices = [new, *mine]  # type: ignore[attr-defined]
+        # Outside the f-string: xgettext reads no call inside one.
+        any_gpu = gettext("any GPU")
         self.fields["image"].choices = [  # type: ignore[attr-defined]
-            (image.slug, f"{image.name} ({', '.join(image.vendors) or gettext('any GPU')})")
+            (image.slug, f"{image.name} ({', '.join(image.vendors) or any_gpu})")
             for image in images
         ]
         limit = settings.PORTAL_NOTEBOOK_MAX_CPU
