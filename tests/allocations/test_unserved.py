@@ -12,6 +12,7 @@ from portal.cluster.services import cluster_create, cluster_update
 from portal.core.errors import Conflict
 from portal.core.models import AuditEvent
 from tenants.selectors import remaining_gpu_eq
+from tests.loaded import page_loaded
 
 PREVIEW_API = "/api/v1/requests/preview"
 WHOLE, MIG = "a100-80gb-whole", "a100-80gb-mig-3g-40gb"
@@ -130,11 +131,11 @@ def test_an_allocation_approved_before_the_rule_is_shown_on_the_tenant_page(
         actor=developer, tenant=a100_tenant, offering=catalog[WHOLE], count=1
     )
     assert approved.state == RequestState.APPROVED
-    page = client_for(admin_user).get("/tenants/vision/").text
+    page = page_loaded(client_for(admin_user), "/tenants/vision/")
     assert 'data-testid="unserved-allocations"' not in page
 
     only_t4_pools(admin_user, catalog, whole_a100_pool)
-    page = client_for(admin_user).get("/tenants/vision/").text
+    page = page_loaded(client_for(admin_user), "/tenants/vision/")
 
     assert 'data-testid="unserved-allocations"' in page
     assert f"request {approved.pk}" in page
