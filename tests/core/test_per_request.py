@@ -2,6 +2,8 @@
 time in a POST and outside requests, again after `forget`; the catalog's version moves within
 the request that changes it."""
 
+from collections.abc import Callable
+
 import pytest
 from django.core.signals import request_finished, request_started
 
@@ -12,7 +14,7 @@ from portal.core.per_request import forget, once
 pytestmark = pytest.mark.django_db
 
 
-def _reader() -> tuple[list[int], object]:
+def _reader() -> tuple[list[int], Callable[[], int]]:
     reads: list[int] = []
 
     def read() -> int:
