@@ -214,6 +214,7 @@ class _Slot:
     title: str | Promise | None
     inline: bool
     url: str
+    assets: str | None = None
 
 
 def _slots(
@@ -227,7 +228,12 @@ def _slots(
         if section.shown(page):
             url = reverse("tenants:section", args=[tenant.slug, name])
             slot = _Slot(
-                name, section.template, section.title, inline=section.title is None, url=url
+                name,
+                section.template,
+                section.title,
+                inline=section.title is None,
+                url=url,
+                assets=section.assets,
             )
             slots.append((slot, functools.partial(section.context, tenant)))
     for name, (title, context) in _OWN_SECTIONS.items():
@@ -249,21 +255,29 @@ def _detail_context(
         if written:
             page |= context()
         shown.append(dataclasses.replace(slot, inline=written))
-        if slot.name in tenant_sections and (section := tenant_sections.get(slot.name)).assets:
-            assets.append(section.assets)
+        if slot.assets:
+            assets.append(slot.assets)
     return {**page, "sections": shown, "section_assets": assets}
+
+
+def _loaded_alone(
+    request: AuthenticatedHttpRequest, page: dict[str, Any], name: str
+) -> tuple[_Slot, Callable[[], dict[str, Any]]]:
+    """Section `name`, loaded on its own, with what gives its context; not found when the
+    viewer does not get that section, or it is a link (in the page, nowhere else)."""
+    for slot, context in _slots(request, page):
+        if slot.name == name and not slot.inline:
+            return slot, context
+    raise Http404
 
 
 def _section_context(
     request: AuthenticatedHttpRequest, tenant: Tenant, name: str
 ) -> tuple[str, dict[str, Any]]:
-    """The fragment of section `name` and its context; not found when the viewer does not get
-    that section."""
+    """The fragment of section `name` and its context (`_loaded_alone`)."""
     page = _page_facts(request, tenant)
-    for slot, context in _slots(request, page):
-        if slot.name == name and not slot.inline:  # a link is in the page, nowhere else
-            return slot.template, page | context()
-    raise Http404
+    slot, context = _loaded_alone(request, page, name)
+    return slot.template, page | context()
 
 
 @login_required
@@ -284,7 +298,7 @@ def section(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResp
         template, context = _section_context(request, tenant, name)
         response = render(request, template, context)
     else:
-        _section_context(request, tenant, name)  # not found for a section the viewer lacks
+        _loaded_alone(request, _page_facts(request, tenant), name)  # or not found
         response = render(
             request, "tenants/detail.html", _detail_context(request, tenant, inline=name)
         )

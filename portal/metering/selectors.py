@@ -176,7 +176,7 @@ def _uses_daily(viewer: User, query: UsageQuery) -> bool:
         return False
     if not _DAILY_GROUPS.issuperset(query.group_by):
         return False
-    return sees_everything(viewer) or sees_whole_tenant(viewer, query.tenant)
+    return sees_whole_tenant(viewer, query.tenant)
 
 
 def usage_totals(
