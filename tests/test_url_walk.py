@@ -185,12 +185,16 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     # Last: releasing the allocation stops the notebook the routes above use.
     "metering:mine": ("get", "", (302, 200, 200, 200, 200, 200)),
     "metering:tenant": ("get", "tenant", (302, 404, 200, 404, 200, 200)),
+    # Its idle allocations, loaded after it (without JavaScript: the page with them).
+    "metering:tenant-idle": ("get", "tenant", (302, 404, 200, 404, 200, 200)),
     "metering:all": ("get", "", (302, 404, 404, 404, 200, 200)),
     "metering:idle-remind": ("post", "tenant_allocation", (302, 404, 302, 404, 403, 302)),
     "metering:idle-release": ("post", "tenant_allocation", (302, 404, 200, 404, 403, 200)),
     # Chargeback: finance and admins see every statement, leads their tenants'. The walk's month
     # is the running one: closing it is a conflict; reopening needs an admin and a reason.
     "billing:statements": ("get", "", (302, 404, 200, 404, 200, 200)),
+    # A section of the Chargeback page, loaded on its own (the spend chart).
+    "billing:section": ("get", "chargeback_section", (302, 404, 200, 404, 200, 200)),
     "billing:statement": ("get", "statement", (302, 404, 200, 404, 200, 200)),
     "billing:statement-download": ("get", "statement_csv", (302, 404, 200, 404, 200, 200)),
     "billing:period-close": ("post", "period", (302, 404, 403, 404, 409, 409)),
@@ -288,6 +292,7 @@ def walk_kwargs(
         "page_extension": {"pk": page_extension.pk, "action": "approve"},
         "tenant": {"slug": tenant_a.slug},
         "tenant_section": {"slug": tenant_a.slug, "name": "members"},
+        "chargeback_section": {"name": "spend"},
         "member": {"slug": tenant_a.slug, "username": walker.username},
         "api_member": {"slug": tenant_a.slug, "username": api_walker.username},
         "quota_request": {"slug": tenant_a.slug, "pk": quota_request.pk},

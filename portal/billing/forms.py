@@ -36,15 +36,28 @@ class ChargebackFilterForm(BoundedForm):
     `sort` (a column, `-` for descending)."""
 
     period = forms.CharField(label=_("Month"), widget=MonthInput)
-    cost_centre = forms.ChoiceField(label=_("Cost centre"), required=False, widget=LongSelect)
+    # One of `cost_centres`, checked in `clean_cost_centre`: a ChoiceField would normalise
+    # its hundreds of choices on every page.
+    cost_centre = forms.CharField(label=_("Cost centre"), required=False, widget=LongSelect)
     sort = forms.ChoiceField(label=_("Sort by"), choices=list(SORTS.items()))
 
     def __init__(self, data: dict[str, Any], *, cost_centres: list[str]) -> None:
         super().__init__(data)
-        field = cast("forms.ChoiceField", self.fields["cost_centre"])
-        field.choices = [("", _("Every cost centre"))] + [
+        self._cost_centres = frozenset(cost_centres)
+        widget = cast("LongSelect", self.fields["cost_centre"].widget)
+        widget.choices = [("", _("Every cost centre"))] + [
             (centre, centre or _("(none)")) for centre in cost_centres
         ]
+
+    def clean_cost_centre(self) -> str:
+        centre: str = self.cleaned_data["cost_centre"]
+        if centre and centre not in self._cost_centres:
+            raise forms.ValidationError(
+                forms.ChoiceField.default_error_messages["invalid_choice"],
+                code="invalid_choice",
+                params={"value": centre},
+            )
+        return centre
 
     def clean_period(self) -> date:
         try:

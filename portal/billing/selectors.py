@@ -6,7 +6,7 @@ A statement is named `<YYYY-MM>-<tenant slug>` in pages and the API, final or no
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Case, Count, F, Q, QuerySet, Sum, TextField, Value, When
 from django.utils.functional import cached_property
-from django.utils.translation import gettext
+from django.utils.translation import get_language, gettext
 
 from portal.accounts.models import User
 from portal.billing.models import (
@@ -44,7 +44,8 @@ from portal.billing.provisional import (
 from portal.billing.unreserved import WORKLOADS
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.models import AuditEvent
-from portal.metering.kept import KeptReadings
+from portal.metering.kept import KeptReadings, usage_inputs
+from portal.metering.models import UsageCapacity, UsageWorkloadDaily
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
@@ -288,13 +289,30 @@ class MonthStatements:
         self._order = STATEMENT_SORTS[column]
         self.period = period = _period(month)
         self.open = period is None or period.state != PeriodState.CLOSED
+        self._user, self.cost_centre = user, cost_centre
+        everyone = tenant_slug is None and sees_everything(user)
+        self._tenants = None if everyone else tenants_seen(user, tenant_slug)
+        # A closed month's statements are narrowed to tenants only when one is asked for.
+        self._narrowed = None if tenant_slug is None else self._tenants
+        self.basis = settings.PORTAL_CHARGE_BASIS if self.open else ""
+        # Every tenant's statements (finance's, admins'): a closed month's totals per cost
+        # centre are the same until the month is reopened (which deletes them) and closed
+        # again (a new `closed_at`); an open month's totals and pages until what they are
+        # priced from changes (`_open_inputs`). So they are kept by those.
+        self._kept_as: tuple[object, ...] | None = None
+        if everyone and not self.open and period is not None:
+            self._kept_as = (period.pk, period.closed_at, cost_centre)
+        elif everyone and self.open:
+            self._kept_as = ("open", month, self.basis, _open_inputs(), cost_centre)
+
+    @cached_property
+    def _rows(self) -> QuerySet[Any]:
+        """The statements as a query: an open month's stored totals, priced first where they
+        are missing or not current (`open_month_totals`), or a closed month's statements."""
         rows: QuerySet[Any]
         if self.open:
-            self.basis = settings.PORTAL_CHARGE_BASIS
-            everyone = tenant_slug is None and sees_everything(user)
-            tenants = None if everyone else tenants_seen(user, tenant_slug)
-            totals = open_month_totals(tenants, month, basis=self.basis)
-            totals &= OpenMonthTotal.objects.visible_to(user)
+            totals = open_month_totals(self._tenants, self.month, basis=self.basis)
+            totals &= OpenMonthTotal.objects.visible_to(self._user)
             # A total in more than one currency cannot be priced: shown as nothing, in none.
             mixed = Q(currencies__contains=",")
             rows = totals.annotate(
@@ -305,18 +323,14 @@ class MonthStatements:
                 amount=Case(When(mixed, then=Value(Decimal("0.00"))), default=F("total")),
             )
         else:
-            narrowed = None if tenant_slug is None else tenants_seen(user, tenant_slug)
-            rows = statements_seen(user, narrowed).filter(period=period).annotate(amount=F("total"))
-        if cost_centre is not None:
-            rows = rows.filter(cost_centre=cost_centre)
-        self._rows = rows
-        # Every tenant's statements of a closed month (finance's, admins'): their totals per
-        # cost centre are the same until the month is reopened (which deletes them) and
-        # closed again (a new `closed_at`), so they are kept by those.
-        everyone = not self.open and tenant_slug is None and sees_everything(user)
-        self._kept_as = (
-            (period.pk, period.closed_at, cost_centre) if everyone and period is not None else None
-        )
+            rows = (
+                statements_seen(self._user, self._narrowed)
+                .filter(period=self.period)
+                .annotate(amount=F("total"))
+            )
+        if self.cost_centre is not None:
+            rows = rows.filter(cost_centre=self.cost_centre)
+        return rows
 
     @cached_property
     def _count(self) -> int:
@@ -328,6 +342,15 @@ class MonthStatements:
         return self._count
 
     def __getitem__(self, part: slice) -> list[StatementView]:
+        """The statements of `part`, new views each time (a page sets their `budget_used`)."""
+        if self._kept_as is None or not self.open:
+            return self._page(part)
+        # An unpriceable statement says why in the reader's language.
+        question = (self._order, self.descending, part.start, part.stop, get_language())
+        kept = _open_pages.read((self._kept_as, question), lambda: self._page(part))
+        return [replace(view) for view in kept]
+
+    def _page(self, part: slice) -> list[StatementView]:
         names = ("amount" if name == "total" else name for name in self._order)
         order = [f"-{name}" if self.descending else name for name in names]
         rows: list[Any] = list(self._rows.select_related("tenant").order_by(*order)[part])
@@ -344,7 +367,7 @@ class MonthStatements:
     def _centre_totals(self) -> list[CentreTotal]:
         if self._kept_as is None:
             return self._centre_totals_read()
-        return _closed_centre_totals.read(self._kept_as, self._centre_totals_read)
+        return _centre_totals_kept.read(self._kept_as, self._centre_totals_read)
 
     def _centre_totals_read(self) -> list[CentreTotal]:
         grouped = (
@@ -366,9 +389,20 @@ class MonthStatements:
         return self._centre_totals
 
 
-# A closed month's totals per cost centre of every tenant's statements (`MonthStatements`), in
-# this process; at most `KEEP_SECONDS` (portal/metering/kept.py).
-_closed_centre_totals: KeptReadings[CentreTotal] = KeptReadings()
+def _open_inputs() -> tuple[object, ...]:
+    """What an open month's statements of every tenant are read from (`usage_inputs`, one
+    query): what their totals are priced from (`provisional.pricing_inputs`: the same inputs
+    price the same totals, however often they are priced again) and the tenants' latest
+    change (their names and cost centres are on the statements). The charge basis and
+    whether unreserved capacity is charged are settings, the same for the whole process."""
+    return usage_inputs([UsageWorkloadDaily, UsageCapacity], counted=[RateCard], stamped=[Tenant])
+
+
+# Every tenant's statements of a month (`MonthStatements`), in this process: a closed month's
+# totals per cost centre, an open month's too and its pages; at most `KEEP_SECONDS`
+# (portal/metering/kept.py), so that a change the inputs do not see shows by then.
+_centre_totals_kept: KeptReadings[CentreTotal] = KeptReadings()
+_open_pages: KeptReadings[StatementView] = KeptReadings()
 
 
 def grand_totals(centres: list[CentreTotal]) -> list[tuple[str, Decimal]]:

@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Case, F, Q, QuerySet, Sum, Value, When
 from django.utils.safestring import SafeString
-from django.utils.translation import gettext
+from django.utils.translation import get_language, gettext
 
 from portal.accounts.models import User
 from portal.billing.models import Basis, Period, PeriodState, RateCard, Statement
@@ -485,6 +485,11 @@ def spend_charts(spend: Spend, *, top: int = TOP_TENANTS) -> list[SpendChart]:
     ]
 
 
+# Every tenant's spend charts (`spend_charts_for` as finance and admins read it), kept whole
+# in this process under the same key as their parts below, and the reader's language (the
+# charts' labels are in it); at most `KEEP_SECONDS`.
+_everyones_charts: KeptReadings[tuple[list[SpendChart], list[SpendRow]]] = KeptReadings()
+
 # The rows of the others' column of a chart summed in the database.
 OTHERS = TenantName(0, OTHER, "")
 
@@ -516,12 +521,43 @@ def spend_charts_for(
     tenant's spend over the range, then per month the charted tenants' totals and the others'
     sum (some hundred rows, where twelve closed months of a thousand tenants are twelve
     thousand statements). With the open months' rows that could not be priced."""
+    closed = _closed(first, last)
+    if not sees_everything(user):
+        return _charts_read(
+            user, first, last, closed=closed, cost_centre=cost_centre, top=top, inputs=None
+        )
+    # Every tenant's charts are the same for every reader who sees them all, in a language,
+    # until the months' periods or what they are read from change: kept whole.
+    inputs = _everyones_inputs()
+    periods = tuple(sorted((period.pk, period.closed_at) for period in closed.values()))
+    key = (first, last, cost_centre, top, periods, inputs, get_language())
+    [charts] = _everyones_charts.read(
+        key,
+        lambda: [
+            _charts_read(
+                user, first, last, closed=closed, cost_centre=cost_centre, top=top, inputs=inputs
+            )
+        ],
+    )
+    return charts
+
+
+def _charts_read(
+    user: User,
+    first: date,
+    last: date,
+    *,
+    closed: dict[date, Period],
+    cost_centre: str | None,
+    top: int,
+    inputs: tuple[object, ...] | None,
+) -> tuple[list[SpendChart], list[SpendRow]]:
+    """`spend_charts_for`, read: `inputs` are every tenant's (`_everyones_inputs`) when the
+    user sees them all, else None."""
     tenants = tenants_seen(user)
     months = months_between(first, last)
-    closed = _closed(first, last)
     opened = [month for month in months if month not in closed]
-    everyone = sees_everything(user)
-    inputs = _everyones_inputs() if everyone else None
+    everyone = inputs is not None
     open_rows = _open_rows(opened, tenants, cost_centre, everyone=everyone, inputs=inputs)
     spent: dict[str, dict[TenantName, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
     for row in open_rows:

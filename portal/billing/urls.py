@@ -7,6 +7,7 @@ from portal.billing import budget_views, views
 app_name = "billing"
 urlpatterns = [
     path("", views.statements, name="statements"),
+    path("sections/<slug:name>/", views.section, name="section"),
     path("statements/<str:statement_id>/", views.statement, name="statement"),
     path(
         "statements/<str:statement_id>/<str:fmt>/",

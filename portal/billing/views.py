@@ -21,6 +21,7 @@ from django.http import Http404, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.utils.formats import date_format
 from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_POST
@@ -83,7 +84,7 @@ def _month_in_url(text: str) -> date:
 
 def _cost_centres(user: User) -> list[str]:
     tenants = Tenant.objects.all() if sees_everything(user) else tenants_led_by(user)
-    return sorted(set(tenants.order_by().values_list("cost_centre", flat=True)))
+    return list(tenants.order_by("cost_centre").values_list("cost_centre", flat=True).distinct())
 
 
 def _sort_links(query: dict[str, str], sort: str) -> dict[str, dict[str, str]]:
@@ -100,6 +101,30 @@ def _sort_links(query: dict[str, str], sort: str) -> dict[str, dict[str, str]]:
     return links
 
 
+@dataclass(frozen=True)
+class _Section:
+    """A part of the *Chargeback* page loaded after it (by htmx, `hx-trigger="load"`), from
+    `chargeback/sections/<name>/` with the page's query; without JavaScript its link shows the
+    page with it written in."""
+
+    name: str
+    title: str
+    url: str
+    inline: bool
+
+    @property
+    def template(self) -> str:
+        return f"billing/statements.html#{self.name}"
+
+
+# The sections, in the page's order.
+SECTIONS = ("centre-totals", "spend")
+
+
+def _section_titles() -> dict[str, str]:
+    return {"centre-totals": gettext("Totals per cost centre"), "spend": gettext("Spend")}
+
+
 def _statements_page(
     request: AuthenticatedHttpRequest,
     form: ChargebackFilterForm,
@@ -107,7 +132,10 @@ def _statements_page(
     status: int = 200,
     close_error: str = "",
     reopen_form: PeriodReopenForm | None = None,
+    inline: str = "",
 ) -> HttpResponse:
+    """The page, its sections loaded after it but `inline`'s (a section's page without
+    JavaScript)."""
     user = request.user
     context: dict[str, Any] = {
         "form": form,
@@ -127,14 +155,13 @@ def _statements_page(
         budgets_used = budget_column(month, shown)
         for view in shown:
             view.budget_used = budgets_used.get(view.tenant.pk, "")
-        centre_totals = listed.centre_totals()
-        centres = BoundedPaginator(centre_totals, PAGE_STATEMENTS).get_page(
-            request.GET.get("centres_page")
-        )
         period = listed.period
         closed = period is not None and period.state == PeriodState.CLOSED
         query = {"period": f"{month:%Y-%m}", **({"cost_centre": centre} if centre else {})}
         following = shift(month, 1)
+        # The sections load with the page's query (month, cost centre, sort, their pages).
+        section_query = urlencode({**request.GET.dict(), **query, "sort": sort})
+        titles = _section_titles()
         context |= {
             "month": month,
             "month_text": f"{month:%Y-%m}",
@@ -144,22 +171,48 @@ def _statements_page(
             "statements": shown,
             "statement_rows": cells.rows(shown, _statements_row()),
             "page": page,
-            "centres": centres,
-            "centre_rows": cells.rows(centres.object_list, _centre_row),
-            "grand_totals": grand_totals(centre_totals),
             "sort_links": _sort_links(query, sort),
             "previous": f"{shift(month, -1):%Y-%m}",
             "following": f"{following:%Y-%m}" if following <= current_month() else "",
             "may_close": _may_close(user) and not closed and month < current_month(),
             "may_reopen": user.is_portal_admin and closed,
-            **_spend_context(user, month, centre),
+            "sections": [
+                _Section(
+                    name,
+                    titles[name],
+                    f"{reverse('billing:section', args=[name])}?{section_query}",
+                    inline=name == inline,
+                )
+                for name in SECTIONS
+            ],
         }
+        if inline:
+            context |= _section_context(request, listed, inline)
     else:
         status = 400
     template = "billing/statements.html"
     if request.htmx and request.method == "GET":
         template += "#chargeback"
     return render(request, template, context, status=status)
+
+
+def _section_context(
+    request: AuthenticatedHttpRequest, listed: MonthStatements, name: str
+) -> dict[str, Any]:
+    """What section `name` of the month `listed` writes."""
+    month = listed.month
+    context: dict[str, Any] = {"month": month, "month_text": f"{month:%Y-%m}"}
+    if name == "centre-totals":
+        centre_totals = listed.centre_totals()
+        centres = BoundedPaginator(centre_totals, PAGE_STATEMENTS).get_page(
+            request.GET.get("centres_page")
+        )
+        return context | {
+            "centres": centres,
+            "centre_rows": cells.rows(centres.object_list, _centre_row),
+            "grand_totals": grand_totals(centre_totals),
+        }
+    return context | _spend_context(request.user, month, listed.cost_centre or "")
 
 
 def _statements_row() -> Callable[[StatementView], str]:
@@ -232,6 +285,30 @@ def statements(request: AuthenticatedHttpRequest) -> HttpResponse:
     centre; sorted and filtered on the server. Finance's start page."""
     _require_reader(request.user)
     return _statements_page(request, _filter_form(request.user, request.GET.dict()))
+
+
+@login_required
+@require_GET
+def section(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
+    """One section of the *Chargeback* page (`SECTIONS`) for the page's query: to htmx the
+    fragment that takes its place, and without JavaScript the page with it written in."""
+    _require_reader(request.user)
+    if name not in SECTIONS:
+        raise Http404(gettext("No such page."))
+    form = _filter_form(request.user, request.GET.dict())
+    if request.htmx and form.is_valid():
+        data = form.cleaned_data
+        listed = MonthStatements(
+            request.user, data["period"], cost_centre=data["cost_centre"] or None
+        )
+        response = render(
+            request, f"billing/statements.html#{name}", _section_context(request, listed, name)
+        )
+    else:
+        response = _statements_page(request, form, inline=name)
+    # The same URL answers a fragment or a page: a cache must tell them apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 @login_required

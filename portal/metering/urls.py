@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.mine, name="mine"),
     path("all/", views.all_usage, name="all"),
     path("tenants/<slug:slug>/", views.tenant_usage, name="tenant"),
+    path("tenants/<slug:slug>/idle/", views.tenant_idle, name="tenant-idle"),
     path(
         "tenants/<slug:slug>/allocations/<int:pk>/release/",
         views.idle_release,

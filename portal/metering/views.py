@@ -13,6 +13,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, overload
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
@@ -22,10 +23,11 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import patch_vary_headers
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from portal.allocations.models import HOLDING_STATES, GpuRequest, RequestState
 from portal.allocations.selectors import gpu_request_for
@@ -391,8 +393,11 @@ def idle_context(
 
 
 @login_required
-def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBase:
-    """A tenant's usage per model over time, per member and per workload; idle allocations."""
+def tenant_usage(
+    request: AuthenticatedHttpRequest, slug: str, *, idle_inline: bool = False
+) -> HttpResponseBase:
+    """A tenant's usage per model over time, per member and per workload; its idle
+    allocations (loaded after the page from `tenant_idle`, or written in: `idle_inline`)."""
     tenant = tenant_usage_for(request, slug)
     period = period_of(request, with_hours=True)
     per_model = totals(request, period, group_by=("day", "model"), tenant=tenant)
@@ -434,14 +439,38 @@ def tenant_usage(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBa
             ),
         ),
     ]
+    # The idle allocations load after the page (htmx, `tenant_idle`), but where they are
+    # written in: the page's without JavaScript, or a period refused.
+    inline = idle_inline or not period.valid
+    context = idle_context(request, tenant, period) if inline else {"tenant": tenant}
+    query = urlencode({name: value for name, value in request.GET.items() if name != "format"})
+    idle_url = reverse("metering:tenant-idle", args=[tenant.slug])
     return usage_page(
         request,
         template="metering/tenant.html",
         period=period,
         tables=tables,
         csv_prefix=f"usage-{tenant.slug}",
-        context=idle_context(request, tenant, period),
+        context=context | {"idle_inline": inline, "idle_url": f"{idle_url}?{query}"},
     )
+
+
+@login_required
+@require_GET
+def tenant_idle(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBase:
+    """A tenant's idle allocations over the usage page's look-back: to htmx the section that
+    takes its place on the page, and without JavaScript the page with it written in."""
+    if not request.htmx:
+        response = tenant_usage(request, slug, idle_inline=True)
+    else:
+        tenant = tenant_usage_for(request, slug)
+        period = period_of(request, with_hours=True)
+        status = 200 if period.valid else 400
+        context = idle_context(request, tenant, period)
+        response = render(request, "metering/tenant.html#idle", context, status=status)
+    # The same URL answers a fragment or a page: a cache must tell them apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 def _idle_action(

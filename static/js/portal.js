@@ -32,11 +32,11 @@
     }
   });
 
-  // A Home panel (or a tenant page's section) that htmx could not load keeps its title and
-  // link; say that it failed.
+  // A Home panel (or a tenant page's or the chargeback page's section) that htmx could not
+  // load keeps its title and link; say that it failed.
   function panelFailed(event) {
     var panel = event.target;
-    if (!(panel instanceof Element) || !panel.matches(".home-panel[aria-busy], .tenant-section[aria-busy]")) {
+    if (!(panel instanceof Element) || !panel.matches(".home-panel[aria-busy], .tenant-section[aria-busy], .page-section[aria-busy]")) {
       return;
     }
     panel.setAttribute("aria-busy", "false");

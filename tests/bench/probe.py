@@ -36,6 +36,7 @@ class Scenario:
 PAGE_SIZE = 50
 # The sections a lead's tenant page loads on its own (tenants/views.py).
 TENANT_SECTIONS = ("provisioning", "budget", "quotas", "members", "quota-requests")
+CHARGEBACK_SECTIONS = ("centre-totals", "spend")  # what the Chargeback page loads after it
 DEEPEST = 2000  # the deepest page looked at, as the table did
 
 
@@ -139,10 +140,28 @@ def scenarios(
             "page",
             f"/chargeback/?period={closed_month}",
         ),
+        *[
+            Scenario(
+                f"section {name} (finance) {closed_month}",
+                "finance",
+                "panel",
+                f"/chargeback/sections/{name}/?period={closed_month}&sort=tenant",
+            )
+            for name in CHARGEBACK_SECTIONS
+        ],
         # The open month so far (the page's default): every tenant's provisional total, read
         # as stored once priced (the first reading prices them), and its spend chart.
         Scenario("API statements/ finance this month", "finance", "api", "/api/v1/statements/"),
         Scenario("page Chargeback (finance) this month", "finance", "page", "/chargeback/"),
+        *[
+            Scenario(
+                f"section {name} (finance) this month",
+                "finance",
+                "panel",
+                f"/chargeback/sections/{name}/?sort=tenant",
+            )
+            for name in CHARGEBACK_SECTIONS
+        ],
         # Usage: the default fortnight from the daily rollup (finance, a lead's tenant) and
         # from the hourly records (a developer's own); a year of every tenant by GPU model.
         Scenario("API usage/ finance", "finance", "api", "/api/v1/usage/"),
@@ -157,6 +176,9 @@ def scenarios(
         Scenario("page My usage (developer)", "developer", "page", "/usage/"),
         Scenario("page All usage (finance)", "finance", "page", "/usage/all/"),
         Scenario(f"page usage {tenant} (lead)", "lead", "page", f"/usage/tenants/{tenant}/"),
+        Scenario(
+            f"section idle {tenant} (lead)", "lead", "panel", f"/usage/tenants/{tenant}/idle/"
+        ),
     ]
     return rows
 

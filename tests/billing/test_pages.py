@@ -37,6 +37,7 @@ from portal.metering.models import MeteringState
 from tenants.models import MemberRole, Tenant
 from tenants.services import membership_set, quota_set, tenant_create, tenant_update
 from tests.billing.test_pricing import BEGIN, DAY, END, MONTH, NoPods
+from tests.loaded import page_loaded
 from tests.sheets import xlsx_rows
 
 PERIOD = f"{MONTH:%Y-%m}"
@@ -157,7 +158,7 @@ def test_each_persona_sees_the_statements_it_may(
 def test_statements_are_provisional_until_closed_with_totals_per_cost_centre(
     client_for, month: Ledger, finance_user
 ) -> None:
-    html = client_for(finance_user).get(f"/chargeback/?period={PERIOD}").text
+    html = page_loaded(client_for(finance_user), f"/chargeback/?period={PERIOD}")
 
     assert cell(html, "total-vision") == "22.86"
     assert cell(html, "total-nlp") == "10.00"
@@ -269,14 +270,20 @@ def test_a_closed_month_pages_its_statements_and_totals_them_all(
     assert first.status_code == 200
     shown = ids_with(first.text, "statement-")
     assert shown == [f"t{number:03d}" for number in reversed(range(tenants))][:50]
-    # The cost centres' totals and the grand total are of every statement, not the page's.
+    # The cost centres' totals and the grand total (a section of the page, loaded after it)
+    # are of every statement, not the page's.
+    with django_assert_max_num_queries(CLOSED_PAGE_QUERIES):
+        totals = client.get(
+            f"/chargeback/sections/centre-totals/?period={PERIOD}&sort=-total",
+            headers={"HX-Request": "true"},
+        )
     grand = sum((Decimal(number) + Decimal("0.50") for number in range(tenants)), Decimal(0))
     assert re.search(
-        rf'data-testid="grand-total-EUR">.*?<td class="number">{grand:.2f}</td>', first.text
+        rf'data-testid="grand-total-EUR">.*?<td class="number">{grand:.2f}</td>', totals.text
     )
     centre_0 = sum(Decimal(n) + Decimal("0.50") for n in range(0, tenants, 3))
-    assert f"<td>CC-0</td><td>{len(range(0, tenants, 3))}</td><td>EUR</td>" in first.text
-    assert f'<td class="number">{centre_0:.2f}</td>' in first.text
+    assert f"<td>CC-0</td><td>{len(range(0, tenants, 3))}</td><td>EUR</td>" in totals.text
+    assert f'<td class="number">{centre_0:.2f}</td>' in totals.text
     if tenants <= 50:
         assert 'class="pager"' not in first.text
         return
@@ -289,6 +296,70 @@ def test_a_closed_month_pages_its_statements_and_totals_them_all(
     assert ids_with(by_centre.text, "statement-") == [
         f"t{number:03d}" for number in range(1, tenants, 3)
     ]
+
+
+# The page's sections
+
+
+def test_the_page_loads_its_totals_and_spend_after_it_with_the_pages_query(
+    client_for, month: Ledger, finance_user
+) -> None:
+    client = client_for(finance_user)
+    page = client.get(f"/chargeback/?period={PERIOD}&cost_centre=CC-4100").text
+
+    # Placeholders htmx replaces once the page is shown, each with a link for no JavaScript.
+    for name in ("centre-totals", "spend"):
+        assert f'data-testid="chargeback-section-{name}"' in page
+        url = (
+            f"/chargeback/sections/{name}/?period={PERIOD}&amp;cost_centre=CC-4100&amp;sort=tenant"
+        )
+        assert f'hx-get="{url}" hx-trigger="load"' in page
+        assert f'href="{url}#{name}"' in page
+    assert 'data-testid="grand-total-EUR"' not in page
+
+    fragment = client.get(
+        f"/chargeback/sections/centre-totals/?period={PERIOD}&cost_centre=CC-4100",
+        headers={"HX-Request": "true"},
+    )
+    assert fragment.status_code == 200
+    assert fragment["Vary"].count("HX-Request") == 1
+    assert fragment.text.lstrip().startswith('<section id="centre-totals"')
+    assert re.search(r'data-testid="grand-total-EUR">.*?22\.86', fragment.text, re.S)
+    assert 'data-testid="centre-CC-4200"' not in fragment.text  # narrowed to the cost centre
+
+    spend = client.get(
+        f"/chargeback/sections/spend/?period={PERIOD}", headers={"HX-Request": "true"}
+    )
+    assert spend.status_code == 200
+    assert 'data-testid="chart-spend-EUR"' in spend.text
+    assert 'id="usage-data"' in spend.text
+
+    # Without JavaScript: the page, with that section written in and the other still loading.
+    alone = client.get(f"/chargeback/sections/spend/?period={PERIOD}")
+    assert alone.status_code == 200
+    assert 'data-testid="statement-vision"' in alone.text
+    assert 'data-testid="chart-spend-EUR"' in alone.text
+    assert 'data-testid="chargeback-section-centre-totals"' in alone.text
+    assert 'data-testid="chargeback-section-spend"' not in alone.text
+
+
+@pytest.mark.parametrize("persona", ["developer", "outsider"])
+def test_a_section_is_not_found_for_who_may_not_read_chargeback(
+    request: pytest.FixtureRequest, client_for, month: Ledger, persona: str
+) -> None:
+    client = client_for(request.getfixturevalue(persona))
+    for name in ("centre-totals", "spend"):
+        url = f"/chargeback/sections/{name}/?period={PERIOD}"
+        assert client.get(url, headers={"HX-Request": "true"}).status_code == 404
+        assert client.get(url).status_code == 404
+
+
+def test_an_unknown_section_or_a_bad_month_is_refused(client_for, finance_user) -> None:
+    client = client_for(finance_user)
+    assert client.get("/chargeback/sections/nonsense/").status_code == 404
+    refused = client.get("/chargeback/sections/spend/?period=2026-13")
+    assert refused.status_code == 400
+    assert "Month:" in refused.text
 
 
 # Query counts
@@ -584,22 +655,30 @@ def test_the_rows_are_written_as_the_templates_wrote_them(
     if closed:
         period_close(actor=finance_user, month=MONTH)
 
-    response = client_for(finance_user).get(
-        f"/chargeback/?period={PERIOD}", HTTP_ACCEPT_LANGUAGE="zh-hans"
+    client = client_for(finance_user)
+    response = client.get(f"/chargeback/?period={PERIOD}", HTTP_ACCEPT_LANGUAGE="zh-hans")
+    # The totals per cost centre and the spend chart: sections loaded after the page.
+    totals, spent = (
+        client.get(
+            f"/chargeback/sections/{name}/?period={PERIOD}",
+            HTTP_ACCEPT_LANGUAGE="zh-hans",
+            HTTP_HX_REQUEST="true",
+        )
+        for name in ("centre-totals", "spend")
     )
 
-    assert response.status_code == 200
+    assert (response.status_code, totals.status_code, spent.status_code) == (200, 200, 200)
     engine = engines["django"]
     with translation.override("zh-hans"):
         statements = engine.from_string(STATEMENT_ROWS).render(
             {"statements": response.context["statements"]}
         )
-        centres = engine.from_string(CENTRE_ROWS).render({"centres": response.context["centres"]})
-        [chart] = response.context["spend_charts"]
+        centres = engine.from_string(CENTRE_ROWS).render({"centres": totals.context["centres"]})
+        [chart] = spent.context["spend_charts"]
         spend = engine.from_string(SPEND_ROWS).render({"chart": chart})
     assert tbody(response.text, "statements") == re.sub(r">\s+<", "><", statements.strip())
-    assert tbody(response.text, "centre-totals") == re.sub(r">\s+<", "><", centres.strip())
+    assert tbody(totals.text, "centre-totals") == re.sub(r">\s+<", "><", centres.strip())
     assert 'data-testid="centre-none"' in centres  # the tenant without a cost centre
-    assert tbody(response.text, "table-spend-EUR") == re.sub(r">\s+<", "><", spend.strip())
+    assert tbody(spent.text, "table-spend-EUR") == re.sub(r">\s+<", "><", spend.strip())
     assert "&lt;Vision&gt; &amp; &quot;co&quot;" in statements
     assert ("最终" if closed else "暂估") in statements

@@ -41,6 +41,7 @@ from tenants.models import MemberRole, Tenant
 from tenants.services import membership_set, quota_set, tenant_update
 from tests.billing.test_pages import PERIOD, Ledger, ledger, month  # noqa: F401  (fixtures)
 from tests.billing.test_pricing import BEGIN, DAY, MONTH
+from tests.loaded import page_loaded
 
 API = "/api/v1/spend/"
 MIG = "a100-80gb-mig-1g-10gb"
@@ -78,7 +79,7 @@ def test_a_closed_month_charts_its_statements_totals(
 
     rows = spend_for(finance_user, MONTH, MONTH).rows
     answer = spend(client_for(finance_user), **{"from": PERIOD, "to": PERIOD})
-    html = client_for(finance_user).get(f"/chargeback/?period={PERIOD}").text
+    html = page_loaded(client_for(finance_user), f"/chargeback/?period={PERIOD}")
 
     assert {row.tenant.slug: row.total for row in rows} == statements
     assert all(row.final and not row.approximate for row in rows)
@@ -126,7 +127,7 @@ def test_an_open_month_is_its_exact_price_rounded_once_and_becomes_the_statement
         "period": PERIOD, "tenant": "vision", "tenant_name": "", "cost_centre": "CC-4100",
         "currency": "EUR", "total": "0.57", "final": False, "approximate": True, "problem": "",
     }  # fmt: skip
-    html = client.get(f"/chargeback/?period={PERIOD}").text
+    html = page_loaded(client, f"/chargeback/?period={PERIOD}")
     assert re.search(rf'data-testid="spend-EUR-{PERIOD}">.*?0\.57.*?provisional, approx\.', html)
 
     period_close(actor=finance_user, month=MONTH)
@@ -226,7 +227,7 @@ def test_a_tenant_whose_rates_mix_currencies_is_not_charted_but_named(
     ledger.collect()
 
     rows = {row.tenant.slug: row for row in spend_for(finance_user, MONTH, MONTH).rows}
-    html = client_for(finance_user).get(f"/chargeback/?period={PERIOD}").text
+    html = page_loaded(client_for(finance_user), f"/chargeback/?period={PERIOD}")
 
     assert "EUR and USD" in rows["vision"].problem
     assert (rows["vision"].total, rows["vision"].currency) == (Decimal("0.00"), "")
@@ -332,7 +333,7 @@ def test_each_persona_sees_the_spend_of_the_statements_it_may(
     if not expected:
         assert page.status_code == 404
         return
-    labels = chart_data(page.text)["tables"][0]["labels"]
+    labels = chart_data(page_loaded(client, f"/chargeback/?period={PERIOD}"))["tables"][0]["labels"]
     names = {"vision": "Computer Vision Lab", "nlp": "Language Models Team"}
     assert sorted(labels[1:-2]) == sorted(names[slug] for slug in expected)
 
@@ -384,7 +385,9 @@ def test_a_cost_centre_narrows_the_spend(
     finance_user: User,
 ) -> None:
     answer = spend(client_for(finance_user), cost_centre="CC-4200")
-    html = client_for(finance_user).get(f"/chargeback/?period={PERIOD}&cost_centre=CC-4200").text
+    html = page_loaded(
+        client_for(finance_user), f"/chargeback/?period={PERIOD}&cost_centre=CC-4200"
+    )
 
     assert [row["tenant"] for row in answer["results"]] == ["nlp"]
     assert chart_data(html)["tables"][0]["labels"][1:-2] == ["Language Models Team"]
@@ -395,12 +398,15 @@ def test_an_htmx_month_change_brings_the_chart_data_with_it(
     month: Ledger,  # noqa: F811  (the fixture)
     finance_user: User,
 ) -> None:
-    response = client_for(finance_user).get(
-        f"/chargeback/?period={PERIOD}", headers={"HX-Request": "true"}
-    )
+    client = client_for(finance_user)
+    response = client.get(f"/chargeback/?period={PERIOD}", headers={"HX-Request": "true"})
 
+    # The swapped part loads the chart of that month in its place, which brings its data.
     assert response.text.lstrip().startswith('<div id="chargeback"')
-    assert chart_data(response.text)["tables"][0]["rows"][-1][0] == PERIOD
+    section = f"/chargeback/sections/spend/?period={PERIOD}&amp;sort=tenant"
+    assert f'hx-get="{section}" hx-trigger="load"' in response.text
+    chart = client.get(section.replace("&amp;", "&"), headers={"HX-Request": "true"})
+    assert chart_data(chart.text)["tables"][0]["rows"][-1][0] == PERIOD
 
 
 def test_the_schema_documents_spend(db) -> None:
@@ -554,9 +560,16 @@ def test_open_month_pages_and_lists_take_a_bounded_number_of_queries(
         statements = client.get("/api/v1/statements/", {"period": PERIOD, "page_size": 100})
     with django_assert_max_num_queries(SPEND_QUERIES):
         answer = spend(client, page_size="100")
+    # The page's sections, loaded after it.
+    for name in ("centre-totals", "spend"):
+        with django_assert_max_num_queries(PAGE_QUERIES):
+            section = client.get(
+                f"/chargeback/sections/{name}/?period={PERIOD}", headers={"HX-Request": "true"}
+            )
+        assert section.status_code == 200
 
     assert page.text.count('<span class="state provisional">provisional</span>') == tenants
     assert statements.json()["count"] == tenants
     assert answer["count"] == tenants
-    labels = chart_data(page.text)["tables"][0]["labels"]
+    labels = chart_data(section.text)["tables"][0]["labels"]
     assert len(labels) == 3 + min(tenants, 9)  # month, 8 tenants and "other" at most, total, status

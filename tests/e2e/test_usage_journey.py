@@ -64,6 +64,7 @@ def test_a_lead_reads_the_tenants_usage_chart_table_and_csv_and_releases_an_idle
     # Release the idle allocation from the page: it asks first (a dialog, htmx with the CSRF
     # header), then the confirmation posts and the page comes back saying so.
     idle = page.get_by_test_id(f"idle-{usage.idle.pk}")
+    expect(idle).to_be_visible()  # the section loads after the page
     expect(page.get_by_test_id(f"idle-{usage.busy.pk}")).to_have_count(0)
     idle.get_by_role("button", name="Release").click()
     dialog = page.get_by_role("dialog")

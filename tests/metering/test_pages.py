@@ -8,6 +8,7 @@ import re
 from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.template import engines
@@ -20,6 +21,7 @@ from portal.core.models import AuditEvent
 from portal.metering.models import MeteringState
 from portal.metering.selectors import UsageQuery, usage_totals
 from portal.metering.views import PAGE_ROWS, Table
+from tests.loaded import page_loaded
 from tests.metering.usage_data import Scenario, metered_cluster, scenario, tables_of
 from tests.workloads.conftest import gpu_tenant  # noqa: F401  (a fixture)
 
@@ -40,6 +42,12 @@ def rows_by(table: list[list[str]], column: str) -> dict[str, dict[str, str]]:
 
 def page(client, name: str, params: dict[str, str], *args: str):
     return client.get(reverse(f"metering:{name}", args=args), params)
+
+
+def loaded(client, name: str, params: dict[str, str], *args: str) -> str:
+    """The page as the browser shows it once htmx loaded its sections (a tenant's idle
+    allocations)."""
+    return page_loaded(client, f"{reverse(f'metering:{name}', args=args)}?{urlencode(params)}")
 
 
 # Each persona
@@ -71,9 +79,7 @@ def test_my_usage_shows_reserved_and_used_per_day_and_per_notebook(
 def test_the_lead_sees_the_tenant_per_model_member_workload_and_its_idle_allocation(
     client_for, lead, usage
 ) -> None:
-    response = page(client_for(lead), "tenant", usage.params, "vision")
-    assert response.status_code == 200
-    html = response.content.decode()
+    html = loaded(client_for(lead), "tenant", usage.params, "vision")
     tables = tables_of(html)
     workloads = rows_by(tables["workloads"], "Workload")
     assert workloads["train-0"]["Requested GPU-eq-h"] == "3.000"
@@ -104,11 +110,10 @@ def test_finance_sees_every_tenant_and_unattributed_usage_but_no_gpu_health(
     assert sum(used) == pytest.approx(1.0)
     assert "health" not in tables
     # Finance reads the tenant's page too, without a release button.
-    tenant_page = page(client_for(finance_user), "tenant", usage.params, "vision")
-    assert tenant_page.status_code == 200
-    assert f'data-testid="idle-{usage.idle.pk}"' in tenant_page.content.decode()
-    assert "metering:idle-release" not in tenant_page.content.decode()
-    assert ">Release</button>" not in tenant_page.content.decode()
+    tenant_page = loaded(client_for(finance_user), "tenant", usage.params, "vision")
+    assert f'data-testid="idle-{usage.idle.pk}"' in tenant_page
+    assert "metering:idle-release" not in tenant_page
+    assert ">Release</button>" not in tenant_page
 
 
 def test_admins_also_see_gpu_health_per_node(client_for, admin_user, usage) -> None:
@@ -332,8 +337,41 @@ def test_the_idle_look_back_leaves_out_allocations_idle_only_before_it(
     client_for, lead, usage
 ) -> None:
     # One hour back: the current and the next hour; still idle.
-    response = page(client_for(lead), "tenant", usage.params | {"hours": "1"}, "vision")
-    assert f'data-testid="idle-{usage.idle.pk}"' in response.content.decode()
+    html = loaded(client_for(lead), "tenant", usage.params | {"hours": "1"}, "vision")
+    assert f'data-testid="idle-{usage.idle.pk}"' in html
+
+
+def test_the_idle_allocations_load_after_the_page_with_its_look_back(
+    client_for, lead, developer, outsider, usage
+) -> None:
+    client = client_for(lead)
+    params = usage.params | {"hours": "24"}
+    html = page(client, "tenant", params, "vision").content.decode()
+    url = f"{reverse('metering:tenant-idle', args=['vision'])}?{urlencode(params)}"
+    shown = url.replace("&", "&amp;")
+    # A placeholder htmx replaces, with a link for no JavaScript; the page has no idle rows.
+    assert f'hx-get="{shown}" hx-trigger="load"' in html
+    assert f'href="{shown}#idle"' in html
+    assert f'data-testid="idle-{usage.idle.pk}"' not in html
+
+    fragment = client.get(url, HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 200
+    assert fragment["Vary"].count("HX-Request") == 1
+    assert fragment.content.decode().lstrip().startswith('<section class="card" id="idle"')
+    assert f'data-testid="idle-{usage.idle.pk}"' in fragment.content.decode()
+
+    # Without JavaScript: the page, with the idle allocations written in.
+    alone = client.get(url).content.decode()
+    assert f'data-testid="idle-{usage.idle.pk}"' in alone
+    assert 'data-testid="usage-section-idle"' not in alone
+    assert "Per member" in alone  # the rest of the page
+
+    # A bad look-back is refused beside its field; whoever may not see the usage gets 404.
+    refused = client.get(url.replace("hours=24", "hours=0"), HTTP_HX_REQUEST="true")
+    assert refused.status_code == 400
+    for person in (developer, outsider):
+        assert client_for(person).get(url, HTTP_HX_REQUEST="true").status_code == 404
+        assert client_for(person).get(url).status_code == 404
 
 
 # The watermark
