@@ -4,7 +4,6 @@ with its members, quotas and quota requests. Every write goes through tenants.se
 import dataclasses
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -26,7 +25,7 @@ from portal.core import cells
 from portal.core.confirm import Question, confirm_page, confirmed
 from portal.core.errors import InvalidTransition, QuotaExceeded, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import form_add_error, form_page
+from portal.core.pages import PageSection, form_add_error, form_page
 from portal.core.pagination import BoundedPaginator
 from portal.core.visibility import get_visible_or_404
 from tenants import services
@@ -204,30 +203,17 @@ _OWN_SECTIONS: dict[str, tuple[Promise, _SectionContext]] = {
 }
 
 
-@dataclass(frozen=True)
-class _Slot:
-    """One section's place on the tenant page: written there (`inline`), or loaded on its
-    own from `url` under `title`."""
-
-    name: str
-    template: str
-    title: str | Promise | None
-    inline: bool
-    url: str
-    assets: str | None = None
-
-
 def _slots(
     request: AuthenticatedHttpRequest, page: dict[str, Any]
-) -> list[tuple[_Slot, Callable[[], dict[str, Any]]]]:
+) -> list[tuple[PageSection, Callable[[], dict[str, Any]]]]:
     """Every section the viewer gets, in order, with what gives its context."""
     tenant: Tenant = page["tenant"]
-    slots: list[tuple[_Slot, Callable[[], dict[str, Any]]]] = []
+    slots: list[tuple[PageSection, Callable[[], dict[str, Any]]]] = []
     for name in tenant_sections:
         section = tenant_sections.get(name)
         if section.shown(page):
             url = reverse("tenants:section", args=[tenant.slug, name])
-            slot = _Slot(
+            slot = PageSection(
                 name,
                 section.template,
                 section.title,
@@ -238,7 +224,7 @@ def _slots(
             slots.append((slot, functools.partial(section.context, tenant)))
     for name, (title, context) in _OWN_SECTIONS.items():
         url = reverse("tenants:section", args=[tenant.slug, name])
-        slot = _Slot(name, f"tenants/detail.html#{name}", title, inline=False, url=url)
+        slot = PageSection(name, f"tenants/detail.html#{name}", title, inline=False, url=url)
         slots.append((slot, functools.partial(context, request, tenant, page)))
     return slots
 
@@ -262,7 +248,7 @@ def _detail_context(
 
 def _loaded_alone(
     request: AuthenticatedHttpRequest, page: dict[str, Any], name: str
-) -> tuple[_Slot, Callable[[], dict[str, Any]]]:
+) -> tuple[PageSection, Callable[[], dict[str, Any]]]:
     """Section `name`, loaded on its own, with what gives its context; not found when the
     viewer does not get that section, or it is a link (in the page, nowhere else)."""
     for slot, context in _slots(request, page):

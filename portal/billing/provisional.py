@@ -33,12 +33,13 @@ PORTAL_METERING_SECONDS) prices the current month and the one before it, while o
 new usage is in: a reader seldom waits for it.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from portal.billing.models import OpenMonthTotal, RateCard
@@ -65,12 +66,18 @@ class ProvisionalTotal:
     problem: str
 
 
+def priced_from(*, stamped: Sequence[type[Model]] = ()) -> tuple[object, ...]:
+    """What an open month's totals are priced from (module docstring): whether unreserved
+    capacity is charged, and `usage_inputs` of the tables pricing reads (and of `stamped`,
+    for readings that carry those rows too). One query."""
+    inputs = usage_inputs([UsageWorkloadDaily, UsageCapacity], counted=[RateCard], stamped=stamped)
+    return (int(bool(settings.PORTAL_CHARGE_UNRESERVED)), *inputs)
+
+
 def pricing_inputs(basis: str) -> str:
-    """What an open month's totals are priced from, as a short text (module docstring). One
-    query (`usage_inputs`, which kept usage readings are keyed by too)."""
-    inputs = usage_inputs([UsageWorkloadDaily, UsageCapacity], counted=[RateCard])
-    unreserved = int(bool(settings.PORTAL_CHARGE_UNRESERVED))
-    return ":".join(str(value) for value in (basis, unreserved, *inputs))
+    """What an open month's totals on `basis` are priced from, as a short text (`priced_from`,
+    which kept usage readings are keyed by too)."""
+    return ":".join(str(value) for value in (basis, *priced_from()))
 
 
 def _current(month: date, basis: str, inputs: str, now: datetime) -> QuerySet[OpenMonthTotal]:

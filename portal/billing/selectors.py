@@ -38,14 +38,14 @@ from portal.billing.pricing import (
 from portal.billing.provisional import (
     ProvisionalTotal,
     open_month_totals,
+    priced_from,
     provisional_totals,
     stored_total,
 )
 from portal.billing.unreserved import WORKLOADS
 from portal.core.errors import NotFound, ValidationFailed
 from portal.core.models import AuditEvent
-from portal.metering.kept import KeptReadings, usage_inputs
-from portal.metering.models import UsageCapacity, UsageWorkloadDaily
+from portal.metering.kept import KeptReadings
 from tenants.access import sees_everything, tenants_led_by
 from tenants.models import Tenant
 
@@ -390,12 +390,11 @@ class MonthStatements:
 
 
 def _open_inputs() -> tuple[object, ...]:
-    """What an open month's statements of every tenant are read from (`usage_inputs`, one
-    query): what their totals are priced from (`provisional.pricing_inputs`: the same inputs
-    price the same totals, however often they are priced again) and the tenants' latest
-    change (their names and cost centres are on the statements). The charge basis and
-    whether unreserved capacity is charged are settings, the same for the whole process."""
-    return usage_inputs([UsageWorkloadDaily, UsageCapacity], counted=[RateCard], stamped=[Tenant])
+    """What an open month's statements of every tenant are read from: what their totals are
+    priced from (`provisional.priced_from`: the same inputs price the same totals, however
+    often they are priced again) and the tenants' latest change (their names and cost
+    centres are on the statements). One query."""
+    return priced_from(stamped=[Tenant])
 
 
 # Every tenant's statements of a month (`MonthStatements`), in this process: a closed month's

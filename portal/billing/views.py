@@ -51,7 +51,7 @@ from portal.billing.spend import CHART_MONTHS, shift, spend_charts_for
 from portal.core import cells
 from portal.core.errors import Conflict, PermissionDenied, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import form_add_error, form_page
+from portal.core.pages import PageSection, form_add_error, form_page
 from portal.core.pagination import BoundedPaginator
 from portal.metering.selectors import usage_watermarks
 from portal.metering.views import hours_text
@@ -99,22 +99,6 @@ def _sort_links(query: dict[str, str], sort: str) -> dict[str, dict[str, str]]:
             "aria": "ascending" if ascending else "descending" if descending else "none",
         }
     return links
-
-
-@dataclass(frozen=True)
-class _Section:
-    """A part of the *Chargeback* page loaded after it (by htmx, `hx-trigger="load"`), from
-    `chargeback/sections/<name>/` with the page's query; without JavaScript its link shows the
-    page with it written in."""
-
-    name: str
-    title: str
-    url: str
-    inline: bool
-
-    @property
-    def template(self) -> str:
-        return f"billing/statements.html#{self.name}"
 
 
 # The sections, in the page's order.
@@ -177,17 +161,18 @@ def _statements_page(
             "may_close": _may_close(user) and not closed and month < current_month(),
             "may_reopen": user.is_portal_admin and closed,
             "sections": [
-                _Section(
+                PageSection(
                     name,
+                    f"billing/statements.html#{name}",
                     titles[name],
-                    f"{reverse('billing:section', args=[name])}?{section_query}",
                     inline=name == inline,
+                    url=f"{reverse('billing:section', args=[name])}?{section_query}",
                 )
                 for name in SECTIONS
             ],
         }
         if inline:
-            context |= _section_context(request, listed, inline)
+            context |= _section_context(request, inline, month, centre, listed)
     else:
         status = 400
     template = "billing/statements.html"
@@ -197,22 +182,27 @@ def _statements_page(
 
 
 def _section_context(
-    request: AuthenticatedHttpRequest, listed: MonthStatements, name: str
+    request: AuthenticatedHttpRequest,
+    name: str,
+    month: date,
+    cost_centre: str,
+    listed: MonthStatements | None = None,
 ) -> dict[str, Any]:
-    """What section `name` of the month `listed` writes."""
-    month = listed.month
+    """What section `name` of `month` writes; the totals per cost centre are those of
+    `listed` (the page's statements) or read here, the spend chart reads its own."""
     context: dict[str, Any] = {"month": month, "month_text": f"{month:%Y-%m}"}
-    if name == "centre-totals":
-        centre_totals = listed.centre_totals()
-        centres = BoundedPaginator(centre_totals, PAGE_STATEMENTS).get_page(
-            request.GET.get("centres_page")
-        )
-        return context | {
-            "centres": centres,
-            "centre_rows": cells.rows(centres.object_list, _centre_row),
-            "grand_totals": grand_totals(centre_totals),
-        }
-    return context | _spend_context(request.user, month, listed.cost_centre or "")
+    if name == "spend":
+        return context | _spend_context(request.user, month, cost_centre)
+    listed = listed or MonthStatements(request.user, month, cost_centre=cost_centre or None)
+    centre_totals = listed.centre_totals()
+    centres = BoundedPaginator(centre_totals, PAGE_STATEMENTS).get_page(
+        request.GET.get("centres_page")
+    )
+    return context | {
+        "centres": centres,
+        "centre_rows": cells.rows(centres.object_list, _centre_row),
+        "grand_totals": grand_totals(centre_totals),
+    }
 
 
 def _statements_row() -> Callable[[StatementView], str]:
@@ -298,12 +288,8 @@ def section(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     form = _filter_form(request.user, request.GET.dict())
     if request.htmx and form.is_valid():
         data = form.cleaned_data
-        listed = MonthStatements(
-            request.user, data["period"], cost_centre=data["cost_centre"] or None
-        )
-        response = render(
-            request, f"billing/statements.html#{name}", _section_context(request, listed, name)
-        )
+        context = _section_context(request, name, data["period"], data["cost_centre"])
+        response = render(request, f"billing/statements.html#{name}", context)
     else:
         response = _statements_page(request, form, inline=name)
     # The same URL answers a fragment or a page: a cache must tell them apart.

@@ -5,17 +5,34 @@ turned into the error page with the error's status by ApplicationErrorMiddleware
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template import loader
+from django.utils.functional import Promise
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
 
 from portal.core.errors import ApplicationError, Conflict, NotFound, ValidationFailed
 from portal.core.http import PortalHttpRequest
+
+
+@dataclass(frozen=True)
+class PageSection:
+    """A part of a page (a tenant's, *Chargeback*) written in it (`inline`) or loaded after it
+    from `url` under `title` (templates/core/_lazy_section.html: htmx with
+    `hx-trigger="load"`; without JavaScript its link shows the page with it written in);
+    `template` writes it, `assets` are what the page writes once for it (scripts)."""
+
+    name: str
+    template: str
+    title: str | Promise | None
+    inline: bool
+    url: str
+    assets: str | None = None
 
 
 def form_add_error(form: forms.Form, error: ApplicationError) -> None:
