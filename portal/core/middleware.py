@@ -3,7 +3,10 @@ import uuid
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.middleware.locale import LocaleMiddleware as DjangoLocaleMiddleware
+from django.utils import translation
+from django.utils.cache import patch_vary_headers
 
 from portal.core.audit import origin_of, request_origin
 from portal.core.http import envelope_json
@@ -57,3 +60,21 @@ class ApiBodyLimitMiddleware:
                     message=too_large_message(limit),
                 )
         return self.get_response(request)
+
+
+class LocaleMiddleware(DjangoLocaleMiddleware):
+    """Django's, for a site whose URLs carry no language (no `i18n_patterns`): the language of
+    the language cookie or Accept-Language, as Django's chooses it, without its two looks for
+    a language in the path and for the URL patterns that would hold one on every request (a
+    tenth of `/healthz`'s time in-process)."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        translation.activate(translation.get_language_from_request(request))
+        request.LANGUAGE_CODE = translation.get_language()
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
+        patch_vary_headers(response, ("Accept-Language",))
+        response.headers.setdefault("Content-Language", translation.get_language())
+        return response

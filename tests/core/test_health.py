@@ -18,6 +18,21 @@ def test_healthz_answers_while_the_process_lives(client) -> None:
 
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+    # No cache keeps it (as never_cache writes it), and it says its language as every answer.
+    assert response["Cache-Control"] == "max-age=0, no-cache, no-store, must-revalidate, private"
+    assert response["Content-Language"] == "en"
+    assert "Accept-Language" in response["Vary"]
+
+
+def test_the_language_is_the_browsers_or_the_cookies_whatever_the_path(client, settings) -> None:
+    chinese = client.get("/healthz", HTTP_ACCEPT_LANGUAGE="zh-Hans")
+    # A path that starts like a language code is no language: URLs carry none.
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    by_cookie = client.get("/en/healthz", HTTP_ACCEPT_LANGUAGE="en")
+
+    assert chinese["Content-Language"] == "zh-hans"
+    assert by_cookie.status_code == 404
+    assert by_cookie["Content-Language"] == "zh-hans"
 
 
 def test_readyz_is_ok_when_database_and_redis_answer(client, db) -> None:
