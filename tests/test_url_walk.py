@@ -88,6 +88,7 @@ ROUTES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "allocations:extend": ("get", "gpu_request", (302, 200, 200, 404, 200, 200)),
     "allocations:extension-decide": ("post", "page_extension", (302, 403, 302, 404, 403, 302)),
     "allocations:approvals": ("get", "", (302, 404, 200, 404, 404, 200)),
+    "allocations:approvals-extensions": ("get", "", (302, 404, 200, 404, 404, 200)),
     "allocations:approve-selected": ("post", "", (302, 404, 302, 404, 404, 302)),
     "allocations:all": ("get", "", (302, 404, 404, 404, 200, 200)),
     "workloads:list": ("get", "", (302, 200, 200, 200, 200, 200)),

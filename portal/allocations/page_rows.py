@@ -1,4 +1,5 @@
-"""The rows of *My requests* and *All requests*, written in Python (see `portal.core.cells`).
+"""The rows of *My requests*, *All requests* and *Approvals*, written in Python (see
+`portal.core.cells`).
 
 Each writer is made for one page (`for_page`): what is the same on every row (the CSRF input,
 the URLs reversed once, the words in the caller's language) is made once, then each row is
@@ -12,9 +13,11 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from portal.allocations.models import GpuRequest, RequestState
+from portal.accounts.models import User
+from portal.allocations.models import GpuRequest, GpuRequestExtension, RequestState
 from portal.catalog.gpu_eq import gpu_eq_display
-from portal.core.cells import csrf_input, iso, text, until, url_of_each, when
+from portal.catalog.models import GpuModel
+from portal.core.cells import csrf_input, iso, since, text, until, url_of_each, when
 
 _HOLDING = (RequestState.APPROVED, RequestState.ACTIVE)
 
@@ -167,6 +170,126 @@ def my_requests_row(request: HttpRequest) -> Callable[[GpuRequest], str]:
             f"{left}</td>"
             f'<td data-testid="cost-{pk}">{text(cost) if cost else "—"}</td>'
             f"<td>{actions}</td></tr>"
+        )
+
+    return row
+
+
+def _quota_left(left: object, model: GpuModel) -> str:
+    """The quota left for the row's model, or that there is none (`allocations/_quota_left.html`;
+    `left` is a `QuotaLeft` or None)."""
+    if not left:
+        return _("no quota for %(model)s") % {"model": text(model.name)}
+    remaining, quota = left.remaining, left.quota  # type: ignore[attr-defined]
+    shown = _("%(remaining)s of %(quota)s GPU-eq (%(model)s)") % {
+        "remaining": text(gpu_eq_display(remaining)),
+        "quota": text(gpu_eq_display(quota)),
+        "model": text(model.name),
+    }
+    return f'<span title="{text(remaining)} / {text(quota)}">{shown}</span>'
+
+
+class _Decisions:
+    """What a row of the *Approvals* page's tables writes in its last cell: the form that
+    approves or rejects it with a comment, or that it is the caller's own. What is the same on
+    every row is made once; `route` decides the row's approve and reject actions."""
+
+    def __init__(self, request: HttpRequest, route: str) -> None:
+        self.approve_url = url_of_each(route, "approve")
+        self.reject_url = url_of_each(route, "reject")
+        self.csrf = csrf_input(request)
+        self.back = text(reverse("allocations:approvals"))
+        self.comment = text(_("comment"))
+        self.approve = text(_("Approve"))
+        self.reject = text(_("Reject"))
+        # Out of the f-string: xgettext reads no call inside one.
+        own = _("your own: another lead or an admin decides")
+        self.own = f"<small>{text(own)}</small>"
+
+    def cell(self, pk: int, *, own: bool, label: str, test_id: str = "") -> str:
+        """The decision of row `pk` (`label` names its comment field; `test_id`, if given,
+        the buttons' `data-testid`s: approve-<test_id>, reject-<test_id>)."""
+        if own:
+            return self.own
+        on_approve = f' data-testid="approve-{test_id}"' if test_id else ""
+        on_reject = f' data-testid="reject-{test_id}"' if test_id else ""
+        return (
+            f'<form method="post" action="{self.approve_url(pk)}" class="inline">'
+            f'{self.csrf}<input type="hidden" name="next" value="{self.back}">'
+            f'<input type="text" name="comment" placeholder="{self.comment}" '
+            f'aria-label="{label}"><button type="submit"{on_approve}>{self.approve}</button>'
+            f'<button type="submit" formaction="{self.reject_url(pk)}"{on_reject}>'
+            f"{self.reject}</button></form>"
+        )
+
+
+def approvals_row(request: HttpRequest, user: User) -> Callable[[GpuRequest], str]:
+    """The writer of a request's row in `user`'s queue; the rows carry `.quota_left`."""
+    decisions = _Decisions(request, "allocations:transition")
+
+    def row(gpu_request: GpuRequest) -> str:
+        pk = text(gpu_request.pk)
+        select = _("Select request %(id)s") % {"id": pk}
+        decide = decisions.cell(
+            gpu_request.pk,
+            own=gpu_request.requester_id == user.pk and not user.is_portal_admin,
+            label=_("Comment on request %(id)s") % {"id": pk},
+        )
+        asked = _("%(since)s ago") % {"since": since(gpu_request.created_at)}
+        left = _quota_left(getattr(gpu_request, "quota_left", None), gpu_request.gpu_model)
+        return (
+            f'<tr data-testid="pending-{pk}"><td><input type="checkbox" name="ids" '
+            f'value="{pk}" form="approve-selected" aria-label="{select}"></td>'
+            f"<td>{asked}</td><td>{text(gpu_request.tenant.slug)}</td>"
+            f"<td>{text(gpu_request.requester.username)}</td>"
+            f"<td>{text(gpu_request.count)} × {text(gpu_request.offering.name)}</td>"  # noqa: RUF001
+            f'<td title="{text(gpu_request.gpu_eq)}">{text(gpu_eq_display(gpu_request.gpu_eq))}'
+            f"</td><td>{text(gpu_request.duration_hours)}</td>"
+            f'<td data-testid="quota-left-{pk}">{left}</td>'
+            f"<td>{text(gpu_request.justification) if gpu_request.justification else '—'}</td>"
+            f"<td>{decide}</td></tr>"
+        )
+
+    return row
+
+
+def extension_approvals_row(
+    request: HttpRequest, user: User
+) -> Callable[[GpuRequestExtension], str]:
+    """The writer of an extension's row in `user`'s queue; the rows carry `.quota_left`."""
+    decisions = _Decisions(request, "allocations:extension-decide")
+
+    def row(extension: GpuRequestExtension) -> str:
+        allocation = extension.request
+        pk = text(extension.pk)
+        decide = decisions.cell(
+            extension.pk,
+            own=not user.is_portal_admin
+            and user.pk in (extension.requested_by_id, allocation.requester_id),
+            label=_("Comment on extension %(id)s") % {"id": pk},
+            test_id=f"extension-{pk}",
+        )
+        asked = _("%(since)s ago") % {"since": since(extension.created_at)}
+        what = _("#%(id)s: %(units)s × %(offering)s") % {  # noqa: RUF001
+            "id": text(allocation.pk),
+            "units": text(allocation.count),
+            "offering": text(allocation.offering.name),
+        }
+        hours = _("+%(hours)s h (%(total)s of at most %(max)s h)") % {
+            "hours": text(extension.hours),
+            "total": text(allocation.duration_hours + extension.hours),
+            "max": text(allocation.tenant.max_duration_hours),
+        }
+        left = _quota_left(getattr(extension, "quota_left", None), allocation.gpu_model)
+        return (
+            f'<tr data-testid="extension-{pk}"><td>{asked}</td>'
+            f"<td>{text(allocation.tenant.slug)}</td>"
+            f"<td>{text(extension.requested_by.username)}</td>"
+            f"<td>{what} ({text(gpu_eq_display(allocation.gpu_eq))} GPU-eq)</td>"
+            f"<td>{when(allocation.ends_at) or '—'}</td>"
+            f'<td data-testid="extension-hours-{pk}">{hours}</td>'
+            f'<td data-testid="extension-quota-left-{pk}">{left}</td>'
+            f"<td>{text(extension.reason)}</td><td>{decide}</td></tr>"
         )
 
     return row

@@ -15,6 +15,7 @@ urlpatterns = [
     path("requests/<int:pk>/<slug:action>/", views.transition, name="transition"),
     path("extensions/<int:pk>/<slug:action>/", views.extension_decide, name="extension-decide"),
     path("approvals/", views.approvals, name="approvals"),
+    path("approvals/extensions/", views.approvals_extensions, name="approvals-extensions"),
     path("approvals/approve/", views.approve_selected, name="approve-selected"),
     path("manage/requests/", views.all_requests, name="all"),
 ]

@@ -11,9 +11,10 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.allocations import services
 from portal.allocations.filters import GpuRequestExtensionFilter, GpuRequestFilter
@@ -26,7 +27,12 @@ from portal.allocations.models import (
     Purpose,
     RequestState,
 )
-from portal.allocations.page_rows import all_requests_row, my_requests_row
+from portal.allocations.page_rows import (
+    all_requests_row,
+    approvals_row,
+    extension_approvals_row,
+    my_requests_row,
+)
 from portal.allocations.selectors import (
     approvals_queue_for,
     extension_for,
@@ -53,7 +59,7 @@ from portal.core.errors import (
 )
 from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import form_add_error, polled_page
+from portal.core.pages import form_add_error, one_snapshot, polled_page
 from portal.core.pagination import BoundedPaginator
 from tenants.access import Access, tenant_for, tenant_ids_of, tenants_where
 from tenants.models import MemberRole, Tenant, TenantState
@@ -177,17 +183,19 @@ def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
 def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My requests; while any is pending, htmx polls the table, then stops (HTTP 286)."""
     requests = gpu_requests_of(request.user)
-    page = BoundedPaginator(requests, PER_PAGE).get_page(request.GET.get("page"))
-    page.object_list = with_waiting(with_costs(list(page.object_list), lambda row: row))
-    _with_pending_extensions(page.object_list)
-    # Pending: one shown on this page (no query), else one on another page.
-    waiting = (
-        any(
-            row.state == RequestState.PENDING or row.pending_extension  # type: ignore[attr-defined]
-            for row in page.object_list
+    # The rows and their extensions waiting as of one moment: polling stops when none waits.
+    with one_snapshot():
+        page = BoundedPaginator(requests, PER_PAGE).get_page(request.GET.get("page"))
+        page.object_list = with_waiting(with_costs(list(page.object_list), lambda row: row))
+        _with_pending_extensions(page.object_list)
+        # Pending: one shown on this page (no query), else one on another page.
+        waiting = (
+            any(
+                row.state == RequestState.PENDING or row.pending_extension  # type: ignore[attr-defined]
+                for row in page.object_list
+            )
+            or requests.filter(state=RequestState.PENDING).exists()
         )
-        or requests.filter(state=RequestState.PENDING).exists()
-    )
     context = {
         "page": page,
         "rows": cells.rows(page.object_list, my_requests_row(request)),
@@ -403,27 +411,51 @@ def _page_link(request: AuthenticatedHttpRequest, param: str, number: int) -> st
 
 @login_required
 def approvals(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """A lead's queue in their tenants: pending requests, and pending extensions of
-    allocations, each with the quota left for its model; filter by tenant, oldest first."""
+    """A lead's queue in their tenants: pending requests, each with the quota left for its
+    model; filter by tenant, oldest first. The pending extensions of allocations load after
+    it (`approvals_extensions`)."""
+    return _approvals_page(request)
+
+
+def _approvals_page(
+    request: AuthenticatedHttpRequest, *, extensions_inline: bool = False
+) -> HttpResponse:
     queue = GpuRequestFilter(request.GET, queryset=_require_approver(request), request=request)
     page = BoundedPaginator(queue.qs, PER_PAGE).get_page(request.GET.get("page"))
+    rows: list[GpuRequest] = list(page.object_list)
+    left = quota_left_for(rows)
+    for row in rows:
+        row.quota_left = left.get((row.tenant_id, row.gpu_model_id))  # type: ignore[attr-defined]
+    page.object_list = rows
+    extensions_url = reverse("allocations:approvals-extensions")
+    context = {
+        "page": page,
+        "rows": cells.rows(rows, approvals_row(request, request.user)) if rows else "",
+        "filters": queue.form,
+        "extensions_inline": extensions_inline,
+        "extensions_url": f"{extensions_url}?{request.GET.urlencode()}",
+    }
+    if extensions_inline:
+        context |= _extensions_context(request)
+    return render(request, "allocations/approvals.html", context)
+
+
+def _extensions_context(request: AuthenticatedHttpRequest) -> dict[str, Any]:
+    """The pending extensions in the caller's queue, filtered as the page's requests."""
     waiting = GpuRequestExtensionFilter(
         request.GET, queryset=extensions_queue_for(request.user), request=request
     )
     extensions = BoundedPaginator(waiting.qs, PER_PAGE).get_page(request.GET.get("extensions_page"))
-    rows: list[GpuRequest] = list(page.object_list)
     pending: list[GpuRequestExtension] = list(extensions.object_list)
-    left = quota_left_for([*rows, *(extension.request for extension in pending)])
-    for row in rows:
-        row.quota_left = left.get((row.tenant_id, row.gpu_model_id))  # type: ignore[attr-defined]
+    left = quota_left_for([extension.request for extension in pending])
     for extension in pending:
         allocation = extension.request
         extension.quota_left = left.get((allocation.tenant_id, allocation.gpu_model_id))  # type: ignore[attr-defined]
-    page.object_list = rows
     extensions.object_list = pending
-    context = {
-        "page": page,
+    writer = extension_approvals_row(request, request.user) if pending else None
+    return {
         "extensions": extensions,
+        "extension_rows": cells.rows(pending, writer) if writer else "",
         "extensions_previous": _page_link(
             request, "extensions_page", extensions.previous_page_number()
         )
@@ -432,9 +464,24 @@ def approvals(request: AuthenticatedHttpRequest) -> HttpResponse:
         "extensions_next": _page_link(request, "extensions_page", extensions.next_page_number())
         if extensions.has_next()
         else "",
-        "filters": queue.form,
     }
-    return render(request, "allocations/approvals.html", context)
+
+
+@login_required
+@require_GET
+def approvals_extensions(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The pending extensions of the *Approvals* page, for its query: to htmx the section that
+    takes its place, and without JavaScript the page with it written in."""
+    if request.htmx:
+        _require_approver(request)
+        response = render(
+            request, "allocations/approvals.html#extensions", _extensions_context(request)
+        )
+    else:
+        response = _approvals_page(request, extensions_inline=True)
+    # The same URL answers a fragment or a page: a cache must tell them apart.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 @login_required

@@ -25,7 +25,7 @@ from django.utils.dateformat import DateFormat, re_escaped, re_formatchars
 from django.utils.formats import date_format, get_format, localize
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
-from django.utils.timesince import timeuntil
+from django.utils.timesince import timesince, timeuntil
 from django.utils.timezone import localtime
 from django.utils.translation import get_language
 
@@ -113,6 +113,11 @@ def iso(value: datetime | None) -> str:
 def until(value: datetime | None) -> str:
     """`{{ value|timeuntil }}`."""
     return "" if not value else html.escape(timeuntil(value))
+
+
+def since(value: datetime | None) -> str:
+    """`{{ value|timesince }}`."""
+    return "" if not value else html.escape(timesince(value))
 
 
 def csrf_input(request: HttpRequest) -> str:

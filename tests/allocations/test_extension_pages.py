@@ -9,6 +9,7 @@ from portal.allocations.services import (
     gpu_request_extension_reject,
     gpu_request_submit,
 )
+from tests.loaded import page_loaded
 
 
 @pytest.fixture
@@ -80,18 +81,18 @@ def test_the_lead_sees_the_extension_with_the_quota_left_and_approves_it(
     ).extension_pending
     assert extension is not None
 
-    queue = client_for(lead).get("/approvals/")
+    queue = page_loaded(client_for(lead), "/approvals/")
     approved = client_for(lead).post(
         f"/extensions/{extension.pk}/approve/",
         {"comment": "fine", "next": "/approvals/"},
         follow=True,
     )
 
-    assert f'data-testid="extension-{extension.pk}"' in queue.text
-    assert "a long run" in queue.text
-    assert "+12 h (16 of at most 168 h)" in queue.text
-    assert "9 of 10 GPU-eq (NVIDIA A100-SXM4-80GB)" in queue.text
-    assert "Extensions (1 waiting)" in queue.text
+    assert f'data-testid="extension-{extension.pk}"' in queue
+    assert "a long run" in queue
+    assert "+12 h (16 of at most 168 h)" in queue
+    assert "9 of 10 GPU-eq (NVIDIA A100-SXM4-80GB)" in queue
+    assert "Extensions (1 waiting)" in queue
     assert f"Extension {extension.pk} is approved" in approved.text
     extension.refresh_from_db()
     assert extension.state == ExtensionState.APPROVED
@@ -147,13 +148,19 @@ def test_approvals_page_queries_do_not_grow_with_extensions(
             )
 
     add(2)
-    # The page (10, and 4 for the catalog rows of its requests and extensions), the
-    # navigation's pending count (1) and the lead's tenants (1).
-    with django_assert_max_num_queries(16):
-        few = client.get("/approvals/")
+    client.get("/approvals/")  # signed in before counting
+    # The page: session, user, its requests (count, rows), their catalog rows, the quota
+    # left, the navigation's pending count and the lead's tenants. Its extensions section:
+    # the same less the requests.
+    with django_assert_max_num_queries(9):
+        client.get("/approvals/")
+    with django_assert_max_num_queries(9):
+        few = client.get("/approvals/extensions/", HTTP_HX_REQUEST="true")
     add(20)
-    with django_assert_max_num_queries(16):
-        many = client.get("/approvals/")
+    with django_assert_max_num_queries(9):
+        client.get("/approvals/")
+    with django_assert_max_num_queries(9):
+        many = client.get("/approvals/extensions/", HTTP_HX_REQUEST="true")
 
     assert few.text.count('<tr data-testid="extension-') == 2
     assert many.text.count('<tr data-testid="extension-') == 22
@@ -191,3 +198,53 @@ def test_the_request_page_shows_each_extension_and_its_decision(
         f"request-extension-{first.pk}"
     )
     assert client_for(outsider).get(f"/requests/{allocation.pk}/").status_code == 404
+
+
+def test_the_extensions_load_after_the_approvals_page_with_its_query(
+    client_for, developer, lead, allocation, a100_tenant
+) -> None:
+    extension = gpu_request_extend(
+        actor=developer, gpu_request=allocation, hours=12, reason="a long run"
+    ).extension_pending
+    assert extension is not None
+    client = client_for(lead)
+
+    page = client.get("/approvals/", {"tenant": a100_tenant.slug})
+    section = client.get(
+        "/approvals/extensions/", {"tenant": a100_tenant.slug}, HTTP_HX_REQUEST="true"
+    )
+    elsewhere = client.get("/approvals/extensions/", {"tenant": "nobody"}, HTTP_HX_REQUEST="true")
+    without_js = client.get("/approvals/extensions/", {"tenant": a100_tenant.slug})
+
+    # The page holds a placeholder that fetches the section for the same filter.
+    assert f'data-testid="extension-{extension.pk}"' not in page.text
+    assert f'hx-get="/approvals/extensions/?tenant={a100_tenant.slug}"' in page.text
+    assert 'data-testid="approvals-show-extensions"' in page.text
+    # htmx gets the section alone; it replaces the placeholder.
+    assert section.status_code == 200
+    assert section.text.lstrip().startswith('<section id="extensions"')
+    assert "<html" not in section.text
+    assert f'data-testid="extension-{extension.pk}"' in section.text
+    assert "HX-Request" in section["Vary"]
+    assert f'data-testid="extension-{extension.pk}"' not in elsewhere.text
+    # Without JavaScript the placeholder's link shows the whole page with the section in it.
+    assert without_js.status_code == 200
+    assert "<html" in without_js.text
+    assert 'data-testid="approvals-show-extensions"' not in without_js.text
+    assert f'data-testid="extension-{extension.pk}"' in without_js.text
+    assert "HX-Request" in without_js["Vary"]
+
+
+def test_the_extensions_section_is_404_but_for_those_who_decide(
+    client_for, developer, outsider, lead, admin_user, allocation
+) -> None:
+    for user in (developer, outsider):
+        client = client_for(user)
+        assert client.get("/approvals/extensions/", HTTP_HX_REQUEST="true").status_code == 404
+        assert client.get("/approvals/extensions/").status_code == 404
+    for user in (lead, admin_user):
+        assert (
+            client_for(user).get("/approvals/extensions/", HTTP_HX_REQUEST="true").status_code
+            == 200
+        )
+    assert client_for(lead).post("/approvals/extensions/").status_code == 405

@@ -108,6 +108,8 @@ def scenarios(
         Scenario("page Notebooks (developer)", "developer", "page", "/notebooks/"),
         Scenario("page All requests (admin)", "admin", "page", "/manage/requests/"),
         Scenario("page Approvals (lead)", "lead", "page", "/approvals/"),
+        # The extensions waiting, which the Approvals page loads after it.
+        Scenario("section Approvals extensions (lead)", "lead", "panel", "/approvals/extensions/"),
         Scenario("page Tenants (admin)", "admin", "page", "/manage/tenants/"),
         Scenario(f"page tenant {tenant} (lead)", "lead", "page", f"/tenants/{tenant}/"),
         # What a tenant's page loads after it, a section at a time (as htmx asks).
