@@ -9,7 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 from django.db import router
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
@@ -228,6 +228,34 @@ def extensions_queue_for(user: User) -> QuerySet[GpuRequestExtension]:
             in_tenants_of_user(user, [MemberRole.LEAD], path="request__tenant")
         )
     return pending.order_by("created_at", "id")
+
+
+def with_pending_extension_of_each(requests: QuerySet[GpuRequest]) -> QuerySet[GpuRequest]:
+    """`requests`, each row with the extension waiting for a lead on it as `.pending_extension`
+    (its id and hours; None when none waits), read by the rows' own statement: a page that
+    polls until nothing waits must not read a row before a decision and its extensions after
+    it (READ COMMITTED gives each statement its own snapshot), or it stops on an end not yet
+    lengthened. See `pending_extension_of`."""
+    waiting = GpuRequestExtension.objects.filter(
+        request=OuterRef("pk"), state=ExtensionState.PENDING
+    ).order_by()
+    return requests.annotate(
+        waiting_extension_id=Subquery(waiting.values("pk")[:1]),
+        waiting_extension_hours=Subquery(waiting.values("hours")[:1]),
+    )
+
+
+def pending_extension_of(row: GpuRequest) -> GpuRequestExtension | None:
+    """The extension a row of `with_pending_extension_of_each` has waiting (id and hours)."""
+    pk = getattr(row, "waiting_extension_id", None)
+    if pk is None:
+        return None
+    return GpuRequestExtension(
+        pk=pk,
+        request=row,
+        hours=row.waiting_extension_hours,  # type: ignore[attr-defined]
+        state=ExtensionState.PENDING,
+    )
 
 
 def pending_extensions_by_request(requests: list[GpuRequest]) -> dict[int, GpuRequestExtension]:

@@ -41,9 +41,11 @@ from portal.allocations.selectors import (
     gpu_request_preview,
     gpu_requests_for,
     gpu_requests_of,
+    pending_extension_of,
     pending_extensions_by_request,
     quota_left_for,
     with_costs,
+    with_pending_extension_of_each,
     with_waiting,
 )
 from portal.catalog.models import Offering
@@ -59,7 +61,7 @@ from portal.core.errors import (
 )
 from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import form_add_error, one_snapshot, polled_page
+from portal.core.pages import form_add_error, polled_page
 from portal.core.pagination import BoundedPaginator
 from tenants.access import Access, tenant_for, tenant_ids_of, tenants_where
 from tenants.models import MemberRole, Tenant, TenantState
@@ -183,19 +185,21 @@ def request_preview(request: AuthenticatedHttpRequest) -> HttpResponse:
 def mine(request: AuthenticatedHttpRequest) -> HttpResponse:
     """My requests; while any is pending, htmx polls the table, then stops (HTTP 286)."""
     requests = gpu_requests_of(request.user)
-    # The rows and their extensions waiting as of one moment: polling stops when none waits.
-    with one_snapshot():
-        page = BoundedPaginator(requests, PER_PAGE).get_page(request.GET.get("page"))
-        page.object_list = with_waiting(with_costs(list(page.object_list), lambda row: row))
-        _with_pending_extensions(page.object_list)
-        # Pending: one shown on this page (no query), else one on another page.
-        waiting = (
-            any(
-                row.state == RequestState.PENDING or row.pending_extension  # type: ignore[attr-defined]
-                for row in page.object_list
-            )
-            or requests.filter(state=RequestState.PENDING).exists()
+    page = BoundedPaginator(with_pending_extension_of_each(requests), PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    rows: list[GpuRequest] = with_waiting(with_costs(list(page.object_list), lambda row: row))
+    for row in rows:
+        row.pending_extension = pending_extension_of(row)  # type: ignore[attr-defined]
+    page.object_list = rows
+    # Pending: one shown on this page (no query), else one on another page.
+    waiting = (
+        any(
+            row.state == RequestState.PENDING or row.pending_extension  # type: ignore[attr-defined]
+            for row in rows
         )
+        or requests.filter(state=RequestState.PENDING).exists()
+    )
     context = {
         "page": page,
         "rows": cells.rows(page.object_list, my_requests_row(request)),

@@ -4,13 +4,11 @@ Forms get the error's messages on the fields it names; anything a view does not 
 turned into the error page with the error's status by ApplicationErrorMiddleware.
 """
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django import forms
-from django.db import connection, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template import loader
@@ -111,24 +109,6 @@ def error_page(
 
 
 POLL_DONE = 286  # htmx stops polling a fragment that answers with this status
-
-
-@contextmanager
-def one_snapshot() -> Iterator[None]:
-    """The reads inside see the database as one moment: a page that htmx polls until nothing
-    is moving, and that reads what moves in more than one query, must not read a change in one
-    and not the other (PostgreSQL's READ COMMITTED gives each statement its own snapshot),
-    since polling stops on what it shows. One transaction, REPEATABLE READ on PostgreSQL (its
-    snapshot is taken at the first read; SQLite's transactions see one already). Inside a
-    transaction already (a test's), that transaction decides."""
-    if connection.in_atomic_block:
-        yield
-        return
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        yield
 
 
 def polled_page(

@@ -2,6 +2,8 @@
 the lead decides from Approvals, where extensions sit beside requests with the quota left."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from portal.allocations.models import ExtensionState, GpuRequest, GpuRequestExtension
 from portal.allocations.services import (
@@ -248,3 +250,29 @@ def test_the_extensions_section_is_404_but_for_those_who_decide(
             == 200
         )
     assert client_for(lead).post("/approvals/extensions/").status_code == 405
+
+
+def test_my_requests_reads_the_waiting_extension_in_the_rows_own_statement(
+    client_for, developer, allocation
+) -> None:
+    # The table polls until nothing waits: read apart, a decision committed between the rows'
+    # statement and the extensions' would show no extension waiting and the end before it,
+    # and polling would stop there.
+    extension = gpu_request_extend(
+        actor=developer, gpu_request=allocation, hours=12, reason="a long run"
+    ).extension_pending
+    assert extension is not None
+    client = client_for(developer)
+    client.get("/requests/")  # signed in before counting
+
+    with CaptureQueriesContext(connection) as captured:
+        page = client.get("/requests/")
+
+    assert f'data-testid="extension-waiting-{allocation.pk}"' in page.text
+    assert f"/extensions/{extension.pk}/cancel/" in page.text
+    reads = [query["sql"] for query in captured.captured_queries]
+    rows = [sql for sql in reads if 'FROM "allocations_gpurequest"' in sql and "LIMIT 25" in sql]
+    assert len(rows) == 1
+    assert '"allocations_gpurequestextension"' in rows[0]
+    apart = [sql for sql in reads if sql.startswith('SELECT "allocations_gpurequestextension"')]
+    assert apart == []
