@@ -82,7 +82,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # The signed-in user's saved language (over Accept-Language, on pages) and time zone.
     "portal.accounts.middleware.UserPreferencesMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    # Django's, its storage made only for a request that adds or reads a message.
+    "portal.core.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "portal.core.input_guard.InputGuardMiddleware",
