@@ -13,7 +13,6 @@ from django.http import Http404, HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -25,7 +24,7 @@ from portal.core import cells
 from portal.core.confirm import Question, confirm_page, confirmed
 from portal.core.errors import InvalidTransition, QuotaExceeded, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import PageSection, form_add_error, form_page
+from portal.core.pages import PageSection, form_add_error, form_page, section_response
 from portal.core.pagination import BoundedPaginator
 from portal.core.visibility import get_visible_or_404
 from tenants import services
@@ -280,17 +279,17 @@ def section(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResp
     """One section of a tenant's page: to htmx the fragment that takes its place, and without
     JavaScript the page with that section written in it."""
     tenant = tenant_for(request.user, slug)
-    if request.htmx:
+
+    def fragment() -> HttpResponse:
         template, context = _section_context(request, tenant, name)
-        response = render(request, template, context)
-    else:
+        return render(request, template, context)
+
+    def page() -> HttpResponse:
         _loaded_alone(request, _page_facts(request, tenant), name)  # or not found
-        response = render(
-            request, "tenants/detail.html", _detail_context(request, tenant, inline=name)
-        )
-    # The same URL answers a fragment or a page: a cache must tell them apart.
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+        context = _detail_context(request, tenant, inline=name)
+        return render(request, "tenants/detail.html", context)
+
+    return section_response(alone=bool(request.htmx), fragment=fragment, page=page)
 
 
 def _after_write(request: AuthenticatedHttpRequest, tenant: Tenant, fragment: str) -> HttpResponse:

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 
 from portal.accounts.models import User
 from portal.allocations.models import GpuRequest, GpuRequestExtension, RequestState
+from portal.allocations.selectors import QuotaLeft
 from portal.catalog.gpu_eq import gpu_eq_display
 from portal.catalog.models import GpuModel
 from portal.core.cells import csrf_input, iso, since, text, until, url_of_each, when
@@ -175,12 +176,11 @@ def my_requests_row(request: HttpRequest) -> Callable[[GpuRequest], str]:
     return row
 
 
-def _quota_left(left: object, model: GpuModel) -> str:
-    """The quota left for the row's model, or that there is none (`allocations/_quota_left.html`;
-    `left` is a `QuotaLeft` or None)."""
+def _quota_left(left: QuotaLeft | None, model: GpuModel) -> str:
+    """The quota left for the row's model, or that there is none."""
     if not left:
         return _("no quota for %(model)s") % {"model": text(model.name)}
-    remaining, quota = left.remaining, left.quota  # type: ignore[attr-defined]
+    remaining, quota = left.remaining, left.quota
     shown = _("%(remaining)s of %(quota)s GPU-eq (%(model)s)") % {
         "remaining": text(gpu_eq_display(remaining)),
         "quota": text(gpu_eq_display(quota)),

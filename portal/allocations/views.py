@@ -11,7 +11,6 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -61,7 +60,7 @@ from portal.core.errors import (
 )
 from portal.core.home import prefill
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import form_add_error, polled_page
+from portal.core.pages import form_add_error, polled_page, section_response
 from portal.core.pagination import BoundedPaginator
 from tenants.access import Access, tenant_for, tenant_ids_of, tenants_where
 from tenants.models import MemberRole, Tenant, TenantState
@@ -476,16 +475,18 @@ def _extensions_context(request: AuthenticatedHttpRequest) -> dict[str, Any]:
 def approvals_extensions(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The pending extensions of the *Approvals* page, for its query: to htmx the section that
     takes its place, and without JavaScript the page with it written in."""
-    if request.htmx:
+
+    def fragment() -> HttpResponse:
         _require_approver(request)
-        response = render(
+        return render(
             request, "allocations/approvals.html#extensions", _extensions_context(request)
         )
-    else:
-        response = _approvals_page(request, extensions_inline=True)
-    # The same URL answers a fragment or a page: a cache must tell them apart.
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+
+    return section_response(
+        alone=bool(request.htmx),
+        fragment=fragment,
+        page=lambda: _approvals_page(request, extensions_inline=True),
+    )
 
 
 @login_required

@@ -21,7 +21,6 @@ from django.http import Http404, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.utils.formats import date_format
 from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_POST
@@ -51,7 +50,7 @@ from portal.billing.spend import CHART_MONTHS, shift, spend_charts_for
 from portal.core import cells
 from portal.core.errors import Conflict, PermissionDenied, ValidationFailed
 from portal.core.http import AuthenticatedHttpRequest
-from portal.core.pages import PageSection, form_add_error, form_page
+from portal.core.pages import PageSection, form_add_error, form_page, section_response
 from portal.core.pagination import BoundedPaginator
 from portal.metering.selectors import usage_watermarks
 from portal.metering.views import hours_text
@@ -286,15 +285,18 @@ def section(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     if name not in SECTIONS:
         raise Http404(gettext("No such page."))
     form = _filter_form(request.user, request.GET.dict())
-    if request.htmx and form.is_valid():
+
+    def fragment() -> HttpResponse:
         data = form.cleaned_data
         context = _section_context(request, name, data["period"], data["cost_centre"])
-        response = render(request, f"billing/statements.html#{name}", context)
-    else:
-        response = _statements_page(request, form, inline=name)
-    # The same URL answers a fragment or a page: a cache must tell them apart.
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+        return render(request, f"billing/statements.html#{name}", context)
+
+    # A bad month answers the page with the error beside its field, to htmx too.
+    return section_response(
+        alone=bool(request.htmx) and form.is_valid(),
+        fragment=fragment,
+        page=lambda: _statements_page(request, form, inline=name),
+    )
 
 
 @login_required

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.template import loader
+from django.utils.cache import patch_vary_headers
 from django.utils.functional import Promise
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
@@ -25,7 +26,8 @@ class PageSection:
     """A part of a page (a tenant's, *Chargeback*) written in it (`inline`) or loaded after it
     from `url` under `title` (templates/core/_lazy_section.html: htmx with
     `hx-trigger="load"`; without JavaScript its link shows the page with it written in);
-    `template` writes it, `assets` are what the page writes once for it (scripts)."""
+    `template` writes it, `assets` are what the page writes once for it (scripts). Its URL
+    answers through `section_response`."""
 
     name: str
     template: str
@@ -33,6 +35,18 @@ class PageSection:
     inline: bool
     url: str
     assets: str | None = None
+
+
+def section_response[R: HttpResponseBase](
+    *, alone: bool, fragment: Callable[[], R], page: Callable[[], R]
+) -> R:
+    """The answer of a `PageSection`'s URL: `fragment()`, the section alone that takes its
+    placeholder's place, when `alone` (htmx asks); else `page()`, the page with the section
+    written in (without JavaScript, the placeholder's link). The same URL answers either, so a
+    cache must tell them apart: `Vary: HX-Request`."""
+    response = fragment() if alone else page()
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 def form_add_error(form: forms.Form, error: ApplicationError) -> None:

@@ -23,7 +23,6 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -39,6 +38,7 @@ from portal.core.confirm import confirm_page, confirmed
 from portal.core.errors import PermissionDenied
 from portal.core.exports import csv_download
 from portal.core.http import AuthenticatedHttpRequest
+from portal.core.pages import section_response
 from portal.metering.idle import DEFAULT_HOURS, DEFAULT_THRESHOLD, MAX_HOURS, idle_allocations
 from portal.metering.models import GpuHealth
 from portal.metering.selectors import (
@@ -460,17 +460,19 @@ def tenant_usage(
 def tenant_idle(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBase:
     """A tenant's idle allocations over the usage page's look-back: to htmx the section that
     takes its place on the page, and without JavaScript the page with it written in."""
-    if not request.htmx:
-        response = tenant_usage(request, slug, idle_inline=True)
-    else:
+
+    def fragment() -> HttpResponse:
         tenant = tenant_usage_for(request, slug)
         period = period_of(request, with_hours=True)
         status = 200 if period.valid else 400
         context = idle_context(request, tenant, period)
-        response = render(request, "metering/tenant.html#idle", context, status=status)
-    # The same URL answers a fragment or a page: a cache must tell them apart.
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+        return render(request, "metering/tenant.html#idle", context, status=status)
+
+    return section_response(
+        alone=bool(request.htmx),
+        fragment=fragment,
+        page=lambda: tenant_usage(request, slug, idle_inline=True),
+    )
 
 
 def _idle_action(
